@@ -1,0 +1,132 @@
+// Package pipeline is the stage runtime: Kafka transport (a Watermill
+// Publisher/Subscriber on segmentio/kafka-go), the router with middleware
+// (recover, retry, DLQ), a partition-aware consumer for stateful stages,
+// metrics, health and graceful shutdown.
+//
+// Stages do not import Watermill or kafka-go: a stateless stage is a
+// Handler over Records; a stateful stage is a PartitionProcessor.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Record is one consumed Kafka record.
+type Record struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   map[string]string
+	Time      time.Time
+}
+
+// Out is one record to produce. Key is the tree id (task id on the tasks topic).
+type Out struct {
+	Topic   string
+	Key     string
+	Value   []byte
+	Headers map[string]string
+}
+
+// Handler processes one record of a stateless stage. The returned records are
+// produced (acks=all) before the input is committed. A poison error (see
+// IsPoison) sends the input to the DLQ; any other error is retried with
+// backoff and, when retries are exhausted, also dead-lettered.
+type Handler func(ctx context.Context, rec Record) ([]Out, error)
+
+// Stage describes a stateless stage for the runtime.
+type Stage struct {
+	// Name labels metrics, logs and the consumer group ("murphy-<name>").
+	Name string
+	// Inputs are the concrete topics consumed.
+	Inputs []string
+	// Handler processes one record.
+	Handler Handler
+	// Concurrency is the number of records processed at once per input
+	// (0 = 1). Order within a partition is then not guaranteed; stages that
+	// need it use a PartitionConsumer instead.
+	Concurrency int
+}
+
+// Producer writes records synchronously with acks from all in-sync replicas.
+type Producer interface {
+	Produce(ctx context.Context, outs ...Out) error
+	Close() error
+}
+
+// PartitionProcessor is the per-partition state machine of a stateful stage.
+// The runtime calls its methods from one goroutine per partition.
+type PartitionProcessor interface {
+	// Process handles the next record of the partition, in offset order.
+	Process(ctx context.Context, rec Record) error
+	// Tick is called periodically, with or without records (deadlines,
+	// time-bounded flushes).
+	Tick(ctx context.Context, now time.Time) error
+	// CommitOffset is the offset to commit: where a restarted consumer starts.
+	// A stage holding open state commits its low watermark, not the last record.
+	CommitOffset() (offset int64, ok bool)
+	// Close releases the partition (revocation or shutdown).
+	Close(ctx context.Context) error
+}
+
+// Assignment tells a stateful stage which partition it got and where the
+// group's committed offset stands (-1 when nothing was committed).
+type Assignment struct {
+	Topic     string
+	Partition int
+	Committed int64
+}
+
+// PartitionStage describes a stateful stage for the runtime.
+type PartitionStage struct {
+	Name  string
+	Input string
+	// Assigned is called on partition assignment; the consumer starts at the
+	// committed offset (or the earliest one).
+	Assigned func(ctx context.Context, a Assignment) (PartitionProcessor, error)
+	// Revoked is called after the processor of a revoked partition was closed.
+	Revoked func(a Assignment)
+	// TickInterval is how often Tick runs (0 = 1s).
+	TickInterval time.Duration
+}
+
+// poisonError marks an error as poison (DLQ, no retry).
+type poisonError struct {
+	reason string
+	err    error
+}
+
+func (e *poisonError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *poisonError) Unwrap() error { return e.err }
+
+// Poison marks err as poison with a short reason for metrics and the DLQ.
+func Poison(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &poisonError{reason: reason, err: err}
+}
+
+// Fatal errors stop the stage (configuration or programming errors).
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return "fatal: " + e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// Fatal marks err as fatal: the stage stops with it.
+func Fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fatalError{err: err}
+}
+
+// IsFatal reports whether err was marked Fatal.
+func IsFatal(err error) bool {
+	var f *fatalError
+	return errors.As(err, &f)
+}

@@ -1,0 +1,97 @@
+// Package topics is the contract between stages: topic names, partition
+// counts, keys, record types, the codec and its validation.
+package topics
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Name identifies a topic in the catalog independently of its prefix.
+type Name string
+
+// The catalog. Every record of one tree is keyed by tree_id so that a tree
+// stays on one partition end to end; tasks are keyed by task_id and compacted.
+const (
+	Tasks       Name = "tasks"
+	Prompts     Name = "prompts"     // root prompts (seeding, backfill)
+	Refinements Name = "refinements" // refinement prompts from govern; served before root prompts
+	Candidates  Name = "candidates"
+	Executions  Name = "executions"
+	Samples     Name = "samples"
+	Credited    Name = "credited"
+	Batches     Name = "batches"
+	DLQ         Name = "dlq"
+)
+
+// All lists every topic in dataflow order.
+var All = []Name{Tasks, Prompts, Refinements, Candidates, Executions, Samples, Credited, Batches, DLQ}
+
+// Spec describes how a topic is created.
+type Spec struct {
+	Name       Name
+	Partitions int
+	Compacted  bool
+	// Key names the record field used as the Kafka key.
+	Key string
+	// MaxMessageBytes is the topic's max.message.bytes.
+	MaxMessageBytes int
+}
+
+// DefaultMaxMessageBytes bounds one record on the wire. A credited tree of
+// G=8 over 3 turns with 2,000-token responses stays well below it.
+const DefaultMaxMessageBytes = 32 << 20
+
+// Catalog resolves catalog names to concrete topic names and specs.
+type Catalog struct {
+	Prefix     string
+	Partitions int
+}
+
+// DefaultCatalog is the catalog used when nothing is configured.
+func DefaultCatalog() Catalog { return Catalog{Prefix: "murphy.", Partitions: 8} }
+
+// Topic returns the concrete topic name for n.
+func (c Catalog) Topic(n Name) string { return c.Prefix + string(n) }
+
+// Lookup maps a concrete topic name back to its catalog name.
+func (c Catalog) Lookup(topic string) (Name, bool) {
+	if !strings.HasPrefix(topic, c.Prefix) {
+		return "", false
+	}
+	n := Name(strings.TrimPrefix(topic, c.Prefix))
+	for _, k := range All {
+		if k == n {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// Spec returns the creation spec of n.
+func (c Catalog) Spec(n Name) Spec {
+	p := c.Partitions
+	if p <= 0 {
+		p = 8
+	}
+	s := Spec{Name: n, Partitions: p, Key: "tree_id", MaxMessageBytes: DefaultMaxMessageBytes}
+	switch n {
+	case Tasks:
+		s.Compacted = true
+		s.Key = "task_id"
+	case DLQ:
+		s.Key = "source key"
+	}
+	return s
+}
+
+// Validate checks the catalog configuration.
+func (c Catalog) Validate() error {
+	if c.Partitions < 1 {
+		return fmt.Errorf("topics: partitions must be >= 1, got %d", c.Partitions)
+	}
+	if strings.ContainsAny(c.Prefix, " /\\") {
+		return fmt.Errorf("topics: prefix %q contains invalid characters", c.Prefix)
+	}
+	return nil
+}

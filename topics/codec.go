@@ -1,0 +1,60 @@
+package topics
+
+import (
+	"bytes"
+	"fmt"
+
+	json "github.com/goccy/go-json"
+)
+
+// Record is implemented by every record type of the catalog.
+type Record interface {
+	// Validate checks required fields and domains; it returns *Error.
+	Validate() error
+	recordName() string
+	version() int
+}
+
+// MaxRecordBytes is the largest record the codec accepts.
+const MaxRecordBytes = DefaultMaxMessageBytes
+
+// Encode validates r and serialises it. All records share this codec: JSON
+// with the field names that are also the Arrow columns and the offline
+// interchange format.
+func Encode(r Record) ([]byte, error) {
+	if r.version() != SchemaVersion {
+		return nil, &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
+			Err: fmt.Errorf("schema_version %d, this build writes %d", r.version(), SchemaVersion)}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", r.recordName(), err)
+	}
+	if len(b) > MaxRecordBytes {
+		return nil, &Error{Kind: ErrOversized, Record: r.recordName(),
+			Err: fmt.Errorf("%d bytes > %d", len(b), MaxRecordBytes)}
+	}
+	return b, nil
+}
+
+// Decode parses b into r and validates it. Every failure is a *Error.
+func Decode(b []byte, r Record) error {
+	if len(b) > MaxRecordBytes {
+		return &Error{Kind: ErrOversized, Record: r.recordName(),
+			Err: fmt.Errorf("%d bytes > %d", len(b), MaxRecordBytes)}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return &Error{Kind: ErrMalformed, Record: r.recordName(), Err: fmt.Errorf("empty value")}
+	}
+	if err := json.Unmarshal(b, r); err != nil {
+		return &Error{Kind: ErrMalformed, Record: r.recordName(), Err: err}
+	}
+	if r.version() != SchemaVersion {
+		return &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
+			Err: fmt.Errorf("schema_version %d, this build reads %d", r.version(), SchemaVersion)}
+	}
+	return r.Validate()
+}

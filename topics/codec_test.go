@@ -1,0 +1,161 @@
+package topics
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleCandidate(nTokens int) *Candidate {
+	tree := TreeID("run1", "HumanEval/0", 0)
+	c := &Candidate{
+		SchemaVersion: SchemaVersion,
+		TreeSpec:      TreeSpec{MaxTurns: 3, GroupSizes: []int{8, 4}, RewardPolicy: RewardPassRate},
+		TreeID:        tree, TaskID: "HumanEval/0",
+		GroupID: RootID(tree), Turn: 1, Index: 3, GroupSize: 8,
+		PromptText:   strings.Repeat("def f(x):\n    ", 50),
+		ResponseText: strings.Repeat("return x + 1\n", 400),
+		Code:         "def f(x):\n    return x + 1\n",
+		FinishReason: "stop", Policy: "simulated", PolicyVersion: 7,
+		GeneratedAt: time.Unix(1700000000, 0).UTC(),
+	}
+	c.NodeID = NodeID(tree, c.GroupID, c.Index)
+	r := rand.New(rand.NewPCG(1, 2))
+	c.PromptTokenIDs = make([]int32, 300)
+	for i := range c.PromptTokenIDs {
+		c.PromptTokenIDs[i] = int32(r.IntN(150000))
+	}
+	c.ResponseTokenIDs = make([]int32, nTokens)
+	c.ResponseLogprobs = make([]float32, nTokens)
+	for i := range c.ResponseTokenIDs {
+		c.ResponseTokenIDs[i] = int32(r.IntN(150000))
+		c.ResponseLogprobs[i] = -r.Float32() * 5
+	}
+	return c
+}
+
+func TestCandidateRoundTrip(t *testing.T) {
+	c := sampleCandidate(2000)
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Candidate
+	if err := Decode(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.NodeID != c.NodeID || len(got.ResponseTokenIDs) != 2000 || got.ResponseLogprobs[17] != c.ResponseLogprobs[17] ||
+		got.ResponseTokenIDs[1999] != c.ResponseTokenIDs[1999] || !got.GeneratedAt.Equal(c.GeneratedAt) || got.GroupSizeAt(5) != 4 {
+		t.Fatalf("round trip lost data: %+v", got.TreeSpec)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good := sampleCandidate(10)
+	enc := func(mut func(c *Candidate)) []byte {
+		c := *good
+		mut(&c)
+		b, err := jsonMarshalUnchecked(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name string
+		in   []byte
+		kind ErrorKind
+	}{
+		{"garbage", []byte("\x00\xffnot json"), ErrMalformed},
+		{"empty", nil, ErrMalformed},
+		{"wrong type", []byte(`[1,2,3]`), ErrMalformed},
+		{"unknown version", enc(func(c *Candidate) { c.SchemaVersion = 99 }), ErrUnknownVersion},
+		{"no version", []byte(`{"tree_id":"x"}`), ErrUnknownVersion},
+		{"missing tree", enc(func(c *Candidate) { c.TreeID = "" }), ErrMissingField},
+		{"forged node id", enc(func(c *Candidate) { c.NodeID = "n000" }), ErrInvalidField},
+		{"turn past max", enc(func(c *Candidate) { c.Turn = 9 }), ErrInvalidField},
+		{"logprob mismatch", enc(func(c *Candidate) { c.ResponseLogprobs = c.ResponseLogprobs[:3] }), ErrInvalidField},
+		{"oversized", make([]byte, MaxRecordBytes+1), ErrOversized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Candidate
+			err := Decode(tc.in, &c)
+			var te *Error
+			if !errors.As(err, &te) {
+				t.Fatalf("want *Error, got %v", err)
+			}
+			if te.Kind != tc.kind {
+				t.Fatalf("kind = %s, want %s (%v)", te.Kind, tc.kind, err)
+			}
+			if !IsPoison(err) {
+				t.Fatal("record errors must be poison")
+			}
+		})
+	}
+}
+
+func TestNodeIDsDeterministicAndDistinct(t *testing.T) {
+	tree := TreeID("r", "t", 0)
+	root := RootID(tree)
+	seen := map[string]bool{root: true}
+	for i := 0; i < 8; i++ {
+		id := NodeID(tree, root, i)
+		if id != NodeID(tree, root, i) {
+			t.Fatal("not deterministic")
+		}
+		if seen[id] {
+			t.Fatalf("collision at %d", i)
+		}
+		seen[id] = true
+		for j := 0; j < 4; j++ {
+			c := NodeID(tree, id, j)
+			if seen[c] {
+				t.Fatal("collision in children")
+			}
+			seen[c] = true
+		}
+	}
+	if NodeID("a", "bc", 1) == NodeID("ab", "c", 1) {
+		t.Fatal("ambiguous concatenation")
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	c := DefaultCatalog()
+	if c.Topic(Samples) != "murphy.samples" {
+		t.Fatal(c.Topic(Samples))
+	}
+	if n, ok := c.Lookup("murphy.samples"); !ok || n != Samples {
+		t.Fatal("lookup")
+	}
+	if _, ok := c.Lookup("other.samples"); ok {
+		t.Fatal("foreign prefix accepted")
+	}
+	if !c.Spec(Tasks).Compacted || c.Spec(Samples).Compacted || c.Spec(Tasks).Key != "task_id" {
+		t.Fatal("specs")
+	}
+}
+
+// BenchmarkCandidateCodec measures encode+decode of a realistic candidate
+// (2,000 response tokens with logprobs) and reports it against a plain copy
+// of the same number of bytes.
+func BenchmarkCandidateCodec(b *testing.B) {
+	c := sampleCandidate(2000)
+	enc, _ := Encode(c)
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, err := Encode(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out Candidate
+		if err := Decode(buf, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/roundtrip")
+}

@@ -1,0 +1,270 @@
+package topics
+
+import "time"
+
+// SchemaVersion is the version of every record type in this package. A
+// record with another version is rejected (DLQ) rather than misread.
+const SchemaVersion = 1
+
+// Task kinds.
+const (
+	KindPythonFunction = "python-function"
+	KindStdio          = "stdio"
+	KindCompileFix     = "compile-fix"
+)
+
+// Reward policies.
+const (
+	RewardPassRate = "pass_rate"
+	RewardBinary   = "binary"
+	RewardTiered   = "tiered"
+)
+
+// Routes assigned by govern.
+const (
+	RouteTrain           = "train"
+	RouteMasked          = "masked"
+	RouteLastStepPenalty = "last_step_penalty"
+)
+
+// Execution statuses.
+const (
+	StatusPassed       = "passed"
+	StatusWrongAnswer  = "wrong_answer"
+	StatusRuntimeError = "runtime_error"
+	StatusCompileError = "compile_error"
+	StatusTimeout      = "timeout"
+	StatusMemory       = "memory"
+	StatusOutputLimit  = "output_limit"
+	StatusSandboxError = "sandbox_error"
+	// StatusNotRun marks a candidate that was never executed because it
+	// carries an infrastructure failure from an earlier stage.
+	StatusNotRun = "not_run"
+)
+
+// Failure causes carried by candidates from generate.
+const (
+	InfraInference       = "infra.inference"
+	InfraContextOverflow = "infra.context_overflow"
+)
+
+// TestCase is one test of a task. For python-function tasks a case is either a
+// call (Args evaluated as the argument list, return value compared with
+// Expected, both Python literals/expressions) or a raw assertion over
+// `candidate`. For stdio tasks Stdin is fed and stdout compared with Expected.
+type TestCase struct {
+	Name     string `json:"name,omitempty"`
+	Args     string `json:"args,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	Stdin    string `json:"stdin,omitempty"`
+	Assert   string `json:"assert,omitempty"`
+	// Hidden tests count for the reward only and never appear in feedback.
+	Hidden bool `json:"hidden,omitempty"`
+}
+
+// Task is a problem, published on the compacted tasks topic keyed by task_id.
+// The native task format of the project is one Task JSON object per line.
+type Task struct {
+	SchemaVersion int    `json:"schema_version"`
+	TaskID        string `json:"task_id"`
+	Kind          string `json:"kind"`
+	Source        string `json:"source,omitempty"`
+	// Prompt is the problem statement shown to the policy. For HumanEval it
+	// is the function signature and docstring.
+	Prompt     string `json:"prompt"`
+	EntryPoint string `json:"entry_point,omitempty"`
+	// Reference is a whole reference program that passes every test.
+	Reference string `json:"reference,omitempty"`
+	// Setup is code run before the candidate's tests (MBPP test_setup_code).
+	Setup string     `json:"setup,omitempty"`
+	Tests []TestCase `json:"tests"`
+	// Check holds original whole-test code (HumanEval `check(candidate)`)
+	// when it could not be split into cases; treated as one hidden test.
+	Check string `json:"check,omitempty"`
+	// FloatTolerance is the absolute/relative tolerance for stdio tokens.
+	FloatTolerance float64 `json:"float_tolerance,omitempty"`
+	TimeoutMS      int     `json:"timeout_ms,omitempty"`
+	MemoryMB       int     `json:"memory_mb,omitempty"`
+	RewardPolicy   string  `json:"reward_policy,omitempty"`
+	// ReferencePatch is the known-good patch of a repair task, used by the
+	// reference-patch judge.
+	ReferencePatch string `json:"reference_patch,omitempty"`
+}
+
+// TreeSpec is the per-tree configuration that travels with every record of
+// the tree so that stateless stages need no side channel.
+type TreeSpec struct {
+	MaxTurns int `json:"max_turns"`
+	// GroupSizes[t-1] is the number of children sampled at turn t; the last
+	// entry repeats for later turns.
+	GroupSizes   []int  `json:"group_sizes"`
+	RewardPolicy string `json:"reward_policy,omitempty"`
+	// MaxNodes caps the nodes of one tree (0 = no cap).
+	MaxNodes int    `json:"max_nodes,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+	Seed     int64  `json:"seed,omitempty"`
+}
+
+// GroupSizeAt returns the group size for turn t (1-based).
+func (s TreeSpec) GroupSizeAt(t int) int {
+	if len(s.GroupSizes) == 0 || t < 1 {
+		return 0
+	}
+	if t > len(s.GroupSizes) {
+		return s.GroupSizes[len(s.GroupSizes)-1]
+	}
+	return s.GroupSizes[t-1]
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Prompt asks generate for a group of GroupSize children of node ParentID.
+// Root prompts have ParentID == "" and GroupID == RootID(TreeID).
+type Prompt struct {
+	SchemaVersion int `json:"schema_version"`
+	TreeSpec
+	TreeID   string `json:"tree_id"`
+	TaskID   string `json:"task_id"`
+	ParentID string `json:"parent_id"`
+	GroupID  string `json:"group_id"`
+	// Turn of the children this prompt asks for (1 for the root group).
+	Turn      int       `json:"turn"`
+	GroupSize int       `json:"group_size"`
+	Text      string    `json:"prompt_text"`
+	Messages  []Message `json:"messages,omitempty"`
+	TokenIDs  []int32   `json:"prompt_token_ids,omitempty"`
+	// Feedback is the executor feedback the refinement prompt was built from
+	// ("" for root prompts); policies may condition on it.
+	Feedback string `json:"feedback,omitempty"`
+	// ParentCode is the failed program being refined ("" for root prompts).
+	ParentCode string    `json:"parent_code,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Candidate is one sampled response: a node of the tree.
+type Candidate struct {
+	SchemaVersion int `json:"schema_version"`
+	TreeSpec
+	TreeID   string `json:"tree_id"`
+	TaskID   string `json:"task_id"`
+	NodeID   string `json:"node_id"`
+	ParentID string `json:"parent_id"`
+	GroupID  string `json:"group_id"`
+	Turn     int    `json:"turn"`
+	// Index is the sample index within its group; GroupSize the children
+	// requested for the group.
+	Index            int       `json:"index"`
+	GroupSize        int       `json:"group_size"`
+	PromptText       string    `json:"prompt_text"`
+	PromptTokenIDs   []int32   `json:"prompt_token_ids"`
+	ResponseText     string    `json:"response_text"`
+	ResponseTokenIDs []int32   `json:"response_token_ids"`
+	ResponseLogprobs []float32 `json:"response_logprobs"`
+	// StepEnds are exclusive end offsets (in response tokens) of the
+	// response's steps (tool-call/turn segments). Empty means one step.
+	StepEnds []int `json:"step_ends,omitempty"`
+	// Code is the program extracted from the response.
+	Code          string `json:"code"`
+	FinishReason  string `json:"finish_reason"`
+	Policy        string `json:"policy"`
+	PolicyVersion int64  `json:"policy_version"`
+	// InfraCause is set when the candidate is an infrastructure failure of
+	// generate (infra.inference, infra.context_overflow); InfraError says why.
+	InfraCause  string    `json:"infra_cause,omitempty"`
+	InfraError  string    `json:"infra_error,omitempty"`
+	GeneratedAt time.Time `json:"generated_at"`
+}
+
+// TestResult is the verdict of one test case.
+type TestResult struct {
+	Index  int    `json:"index"`
+	Hidden bool   `json:"hidden,omitempty"`
+	Status string `json:"status"` // passed, wrong_answer, error, timeout
+	Actual string `json:"actual,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Execution is a candidate with its sandboxed test run.
+type Execution struct {
+	Candidate
+	Status      string       `json:"status"`
+	TestsPassed int          `json:"tests_passed"`
+	TestsTotal  int          `json:"tests_total"`
+	PassRate    float64      `json:"pass_rate"`
+	Feedback    string       `json:"feedback"`
+	DurationMS  int64        `json:"duration_ms"`
+	Results     []TestResult `json:"results,omitempty"`
+	// SandboxError explains a sandbox_error status.
+	SandboxError string    `json:"sandbox_error,omitempty"`
+	ExecutedAt   time.Time `json:"executed_at"`
+}
+
+// Sample is a governed execution: routed, rewarded and weighted.
+type Sample struct {
+	Execution
+	Route        string  `json:"route"`
+	FailureCause string  `json:"failure_cause"`
+	Reward       float64 `json:"reward"`
+	// InGroupStats says whether this member counts in its group's mean/std.
+	InGroupStats bool `json:"in_group_stats"`
+	// ChildrenRequested is the size of the group sampled from this node
+	// (0 for a leaf).
+	ChildrenRequested int `json:"children_requested"`
+	// StepScores are process scores s_i in [0,1], one per step.
+	StepScores []float32 `json:"step_scores,omitempty"`
+	// LossWeights are per response token; they never enter the reward.
+	LossWeights []float32 `json:"loss_weights"`
+	GovernedAt  time.Time `json:"governed_at"`
+}
+
+// CreditConfig is the credit configuration; it travels with every credited tree.
+type CreditConfig struct {
+	Strategy  string  `json:"strategy"` // mars | mers
+	Gamma     float64 `json:"gamma"`
+	Z         string  `json:"z"` // 1 | remaining_turns | one_plus_gamma
+	Advantage string  `json:"advantage"`
+	Epsilon   float64 `json:"epsilon"`
+	// PruneOrder lists the pruning passes in order ("intrap", "interp").
+	PruneOrder      []string `json:"prune_order,omitempty"`
+	IntrapK         int      `json:"intrap_k,omitempty"`
+	InterpM         int      `json:"interp_m,omitempty"`
+	InterpThreshold float64  `json:"interp_threshold,omitempty"`
+	DropZeroSignal  bool     `json:"drop_zero_signal,omitempty"`
+}
+
+// CreditedSample is a sample with its propagated reward and group advantage.
+type CreditedSample struct {
+	Sample
+	CreditedReward float64 `json:"credited_reward"`
+	Advantage      float64 `json:"advantage"`
+}
+
+// CreditedTree is one completed (or closed-incomplete) tree; credit emits
+// each tree exactly once, as one record keyed by tree_id.
+type CreditedTree struct {
+	SchemaVersion int              `json:"schema_version"`
+	TreeID        string           `json:"tree_id"`
+	TaskID        string           `json:"task_id"`
+	Incomplete    bool             `json:"incomplete,omitempty"`
+	Config        CreditConfig     `json:"credit_config"`
+	Samples       []CreditedSample `json:"samples"`
+	PrunedNodes   int              `json:"pruned_nodes"`
+	CreditedAt    time.Time        `json:"credited_at"`
+}
+
+// DeadLetter is a record that a stage could not process.
+type DeadLetter struct {
+	SchemaVersion int       `json:"schema_version"`
+	Stage         string    `json:"stage"`
+	Reason        string    `json:"reason"`
+	SourceTopic   string    `json:"source_topic"`
+	Partition     int       `json:"source_partition"`
+	Offset        int64     `json:"source_offset"`
+	Key           []byte    `json:"key,omitempty"`
+	Value         []byte    `json:"value"`
+	FailedAt      time.Time `json:"failed_at"`
+}

@@ -1,0 +1,204 @@
+package topics
+
+import "math"
+
+func (r *Task) recordName() string         { return "task" }
+func (r *Prompt) recordName() string       { return "prompt" }
+func (r *Candidate) recordName() string    { return "candidate" }
+func (r *Execution) recordName() string    { return "execution" }
+func (r *Sample) recordName() string       { return "sample" }
+func (r *CreditedTree) recordName() string { return "credited_tree" }
+func (r *DeadLetter) recordName() string   { return "dead_letter" }
+func (r *Task) version() int               { return r.SchemaVersion }
+func (r *Prompt) version() int             { return r.SchemaVersion }
+func (r *Candidate) version() int          { return r.SchemaVersion }
+func (r *Execution) version() int          { return r.SchemaVersion }
+func (r *Sample) version() int             { return r.SchemaVersion }
+func (r *CreditedTree) version() int       { return r.SchemaVersion }
+func (r *DeadLetter) version() int         { return r.SchemaVersion }
+
+// Validate implements Record.
+func (r *Task) Validate() error {
+	const n = "task"
+	if r.TaskID == "" {
+		return missing(n, "task_id")
+	}
+	switch r.Kind {
+	case KindPythonFunction, KindStdio, KindCompileFix:
+	case "":
+		return missing(n, "kind")
+	default:
+		return invalid(n, "kind", "unknown task kind %q", r.Kind)
+	}
+	if r.Prompt == "" {
+		return missing(n, "prompt")
+	}
+	if len(r.Tests) == 0 && r.Check == "" && r.Kind != KindCompileFix {
+		return missing(n, "tests")
+	}
+	if r.Kind == KindPythonFunction && r.EntryPoint == "" {
+		return missing(n, "entry_point")
+	}
+	if err := validRewardPolicy(n, r.RewardPolicy); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validRewardPolicy(rec, p string) error {
+	switch p {
+	case "", RewardPassRate, RewardBinary, RewardTiered:
+		return nil
+	}
+	return invalid(rec, "reward_policy", "unknown reward policy %q", p)
+}
+
+func (s *TreeSpec) validate(rec string) error {
+	if s.MaxTurns < 1 {
+		return invalid(rec, "max_turns", "must be >= 1, got %d", s.MaxTurns)
+	}
+	if len(s.GroupSizes) == 0 {
+		return missing(rec, "group_sizes")
+	}
+	for _, g := range s.GroupSizes {
+		if g < 1 {
+			return invalid(rec, "group_sizes", "group size must be >= 1, got %d", g)
+		}
+	}
+	return validRewardPolicy(rec, s.RewardPolicy)
+}
+
+func validTreePos(rec, treeID, taskID string, turn, maxTurns int) error {
+	if treeID == "" {
+		return missing(rec, "tree_id")
+	}
+	if taskID == "" {
+		return missing(rec, "task_id")
+	}
+	if turn < 1 || turn > maxTurns {
+		return invalid(rec, "turn", "turn %d outside 1..%d", turn, maxTurns)
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *Prompt) Validate() error {
+	const n = "prompt"
+	if err := r.TreeSpec.validate(n); err != nil {
+		return err
+	}
+	if err := validTreePos(n, r.TreeID, r.TaskID, r.Turn, r.MaxTurns); err != nil {
+		return err
+	}
+	if r.GroupID != ParentNode(r.TreeID, r.ParentID) {
+		return invalid(n, "group_id", "group_id %q is not the parent node %q", r.GroupID, ParentNode(r.TreeID, r.ParentID))
+	}
+	if r.GroupSize < 1 {
+		return invalid(n, "group_size", "must be >= 1, got %d", r.GroupSize)
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *Candidate) Validate() error { return r.validate("candidate") }
+
+func (r *Candidate) validate(n string) error {
+	if err := r.TreeSpec.validate(n); err != nil {
+		return err
+	}
+	if err := validTreePos(n, r.TreeID, r.TaskID, r.Turn, r.MaxTurns); err != nil {
+		return err
+	}
+	if r.GroupID != ParentNode(r.TreeID, r.ParentID) {
+		return invalid(n, "group_id", "group_id %q is not the parent node", r.GroupID)
+	}
+	if r.GroupSize < 1 || r.Index < 0 || r.Index >= r.GroupSize {
+		return invalid(n, "index", "index %d outside group of %d", r.Index, r.GroupSize)
+	}
+	if r.NodeID != NodeID(r.TreeID, r.GroupID, r.Index) {
+		return invalid(n, "node_id", "node_id %q is not derived from (tree_id, parent, index)", r.NodeID)
+	}
+	if len(r.ResponseLogprobs) != 0 && len(r.ResponseLogprobs) != len(r.ResponseTokenIDs) {
+		return invalid(n, "response_logprobs", "%d logprobs for %d tokens", len(r.ResponseLogprobs), len(r.ResponseTokenIDs))
+	}
+	prev := 0
+	for _, e := range r.StepEnds {
+		if e <= prev || e > len(r.ResponseTokenIDs) {
+			return invalid(n, "step_ends", "step end %d out of order or past %d tokens", e, len(r.ResponseTokenIDs))
+		}
+		prev = e
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *Execution) Validate() error { return r.validate("execution") }
+
+func (r *Execution) validate(n string) error {
+	if err := r.Candidate.validate(n); err != nil {
+		return err
+	}
+	switch r.Status {
+	case StatusPassed, StatusWrongAnswer, StatusRuntimeError, StatusCompileError, StatusTimeout,
+		StatusMemory, StatusOutputLimit, StatusSandboxError, StatusNotRun:
+	case "":
+		return missing(n, "status")
+	default:
+		return invalid(n, "status", "unknown status %q", r.Status)
+	}
+	if r.TestsPassed < 0 || r.TestsTotal < 0 || r.TestsPassed > r.TestsTotal {
+		return invalid(n, "tests_passed", "%d of %d", r.TestsPassed, r.TestsTotal)
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *Sample) Validate() error {
+	const n = "sample"
+	if err := r.Execution.validate(n); err != nil {
+		return err
+	}
+	switch r.Route {
+	case RouteTrain, RouteMasked, RouteLastStepPenalty:
+	case "":
+		return missing(n, "route")
+	default:
+		return invalid(n, "route", "unknown route %q", r.Route)
+	}
+	if math.IsNaN(r.Reward) || math.IsInf(r.Reward, 0) {
+		return invalid(n, "reward", "not finite")
+	}
+	if r.ChildrenRequested < 0 {
+		return invalid(n, "children_requested", "negative")
+	}
+	if len(r.LossWeights) != 0 && len(r.LossWeights) != len(r.ResponseTokenIDs) {
+		return invalid(n, "loss_weights", "%d weights for %d tokens", len(r.LossWeights), len(r.ResponseTokenIDs))
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *CreditedTree) Validate() error {
+	const n = "credited_tree"
+	if r.TreeID == "" {
+		return missing(n, "tree_id")
+	}
+	for i := range r.Samples {
+		s := &r.Samples[i]
+		if s.TreeID != r.TreeID {
+			return invalid(n, "samples", "sample %s belongs to tree %q", s.NodeID, s.TreeID)
+		}
+		if math.IsNaN(s.Advantage) || math.IsNaN(s.CreditedReward) {
+			return invalid(n, "samples", "sample %s has a NaN credit", s.NodeID)
+		}
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *DeadLetter) Validate() error {
+	if r.Reason == "" {
+		return missing("dead_letter", "reason")
+	}
+	return nil
+}
