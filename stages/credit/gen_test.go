@@ -1,0 +1,109 @@
+package credit
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// nb is a node blueprint for building test trees.
+type nb struct {
+	r      float64
+	masked bool
+	out    bool // excluded from group stats (in_group_stats=false)
+	kids   []nb
+}
+
+// build turns blueprints into samples with ids derived as the pipeline
+// derives them. The root group is roots.
+func build(treeID string, maxTurns int, roots []nb) []*topics.Sample {
+	var out []*topics.Sample
+	var walk func(parent string, turn int, group []nb)
+	walk = func(parent string, turn int, group []nb) {
+		gid := topics.ParentNode(treeID, parent)
+		for i, b := range group {
+			s := &topics.Sample{}
+			s.SchemaVersion = topics.SchemaVersion
+			s.TreeID = treeID
+			s.TaskID = "task-" + treeID
+			s.MaxTurns = maxTurns
+			s.GroupSizes = []int{len(group)}
+			s.NodeID = topics.NodeID(treeID, gid, i)
+			s.ParentID = parent
+			s.GroupID = gid
+			s.Turn = turn
+			s.Index = i
+			s.GroupSize = len(group)
+			s.ResponseTokenIDs = []int32{1, 2, 3}
+			s.LossWeights = []float32{1, 1, 1}
+			s.Status = topics.StatusWrongAnswer
+			s.Reward = b.r
+			s.Route = topics.RouteTrain
+			if b.masked {
+				s.Route = topics.RouteMasked
+				s.Status = topics.StatusSandboxError
+			}
+			s.InGroupStats = !b.out
+			s.ChildrenRequested = len(b.kids)
+			out = append(out, s)
+			if len(b.kids) > 0 {
+				walk(s.NodeID, turn+1, b.kids)
+			}
+		}
+	}
+	walk("", 1, roots)
+	return out
+}
+
+// genSpec shapes random trees.
+type genSpec struct {
+	maxTurns  int
+	minG      int
+	maxG      int
+	expand    float64 // probability that a non-masked node below the last turn is expanded
+	masked    float64 // probability that a node is masked
+	outStats  float64 // probability that a masked node is out of the group stats
+	discrete  bool    // rewards from {0, .25, .5, .75, 1} (ties) instead of uniform
+	allExpand bool    // expand every node below the last turn (full trees)
+}
+
+func genGroup(rng *rand.Rand, sp genSpec, turn int) []nb {
+	g := sp.minG
+	if sp.maxG > sp.minG {
+		g += rng.IntN(sp.maxG - sp.minG + 1)
+	}
+	group := make([]nb, g)
+	for i := range group {
+		b := nb{}
+		if sp.discrete {
+			b.r = float64(rng.IntN(5)) / 4
+		} else {
+			b.r = rng.Float64()
+		}
+		if rng.Float64() < sp.masked {
+			b.masked = true
+			b.r = 0
+			b.out = rng.Float64() < sp.outStats
+		}
+		if !b.masked && turn < sp.maxTurns && (sp.allExpand || rng.Float64() < sp.expand) {
+			b.kids = genGroup(rng, sp, turn+1)
+		}
+		group[i] = b
+	}
+	return group
+}
+
+func genTree(rng *rand.Rand, id string, sp genSpec) []*topics.Sample {
+	return build(id, sp.maxTurns, genGroup(rng, sp, 1))
+}
+
+func mustTree(samples []*topics.Sample) *Tree {
+	t := NewTree(samples[0].TreeID)
+	for _, s := range samples {
+		if _, err := t.Add(s); err != nil {
+			panic(fmt.Sprintf("add: %v", err))
+		}
+	}
+	return t
+}
