@@ -2,10 +2,10 @@ package credit
 
 import (
 	"fmt"
-	"time"
 	"math/rand/v2"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/murphy-rl/murphy/topics"
 )
