@@ -1,0 +1,151 @@
+package govern
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// Class is the top level of the failure-cause taxonomy (README.md).
+type Class string
+
+const (
+	// ClassInfra: the system failed, not the policy. Route masked, never
+	// expanded.
+	ClassInfra Class = "infrastructure"
+	// ClassDegenerate: the policy produced a degenerate response (a loop,
+	// a truncation, too many steps). Route last_step_penalty, never expanded.
+	ClassDegenerate Class = "degeneration"
+	// ClassNormal: the response was run and judged. Route train.
+	ClassNormal Class = "normal"
+)
+
+// Failure causes, recorded in Sample.FailureCause. Infrastructure causes
+// start with "infra.", degeneration causes with "degenerate."; normal causes
+// are the execution statuses.
+const (
+	CauseInference       = topics.InfraInference       // inference failed after the client's retries
+	CauseContextOverflow = topics.InfraContextOverflow // prompt longer than the model's window
+	CauseSandbox         = "infra.sandbox"             // the sandbox itself failed
+	CauseHarnessTimeout  = "infra.harness_timeout"     // the harness (not the candidate) timed out
+	CauseNotRun          = "infra.not_run"             // never executed, no cause given
+	CauseJudge           = "infra.judge"               // a semantic judge failed (e.g. the LLM judge is down)
+	CauseScorer          = "infra.scorer"              // the step scorer failed (ScorerFailure = mask)
+	CauseInfraOther      = "infra.other"               // an infra_cause this build does not know
+
+	CauseRepetition     = "degenerate.repetition"      // a repetition loop
+	CauseTruncated      = "degenerate.truncated"       // cut at max tokens
+	CauseExcessiveSteps = "degenerate.excessive_steps" // more steps than Config.MaxSteps
+
+	CausePassed       = topics.StatusPassed
+	CauseWrongAnswer  = topics.StatusWrongAnswer
+	CauseRuntimeError = topics.StatusRuntimeError
+	CauseCompileError = topics.StatusCompileError
+	CauseTimeout      = topics.StatusTimeout // the candidate's own code ran too long
+	CauseMemory       = topics.StatusMemory
+	CauseOutputLimit  = topics.StatusOutputLimit
+)
+
+// Causes lists every cause of the taxonomy.
+var Causes = []string{
+	CauseInference, CauseContextOverflow, CauseSandbox, CauseHarnessTimeout, CauseNotRun, CauseJudge, CauseScorer, CauseInfraOther,
+	CauseRepetition, CauseTruncated, CauseExcessiveSteps,
+	CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit,
+}
+
+// classOf returns the class of a cause ("" when the cause is unknown).
+func classOf(cause string) Class {
+	switch {
+	case strings.HasPrefix(cause, "infra."):
+		return ClassInfra
+	case strings.HasPrefix(cause, "degenerate."):
+		return ClassDegenerate
+	}
+	switch cause {
+	case CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit:
+		return ClassNormal
+	}
+	return ""
+}
+
+// ClassOf returns the class of a cause ("" when it is not in the taxonomy).
+func ClassOf(cause string) Class { return classOf(cause) }
+
+// RouteOf returns the route of a class.
+func RouteOf(c Class) string {
+	switch c {
+	case ClassInfra:
+		return topics.RouteMasked
+	case ClassDegenerate:
+		return topics.RouteLastStepPenalty
+	}
+	return topics.RouteTrain
+}
+
+func isConfigurableCause(cause string) bool {
+	c := classOf(cause)
+	return (c == ClassInfra || c == ClassDegenerate) && (slices.Contains(Causes, cause) || c == ClassInfra)
+}
+
+// classifier decides the cause of an execution before any judging.
+type classifier struct {
+	cfg      Config
+	detector *RepetitionDetector
+}
+
+// Classify returns the failure cause of ex from the record alone. Judge and
+// scorer failures (infra.judge, infra.scorer) are decided later, by the
+// judges and scorer.
+//
+// Precedence: infrastructure (the candidate's infra_cause, then the sandbox
+// status) before degeneration (repetition, then excessive steps, then
+// truncation) before the normal status. Degeneration is decided from the
+// response alone, whatever the tests said.
+func (c *classifier) Classify(ex *topics.Execution) string {
+	if ex.InfraCause != "" {
+		switch ex.InfraCause {
+		case CauseInference, CauseContextOverflow:
+			return ex.InfraCause
+		}
+		if strings.HasPrefix(ex.InfraCause, "infra.") && !strings.ContainsAny(ex.InfraCause, " \t\n") && len(ex.InfraCause) <= 64 {
+			return ex.InfraCause
+		}
+		return CauseInfraOther
+	}
+	switch ex.Status {
+	case topics.StatusSandboxError:
+		msg := strings.ToLower(ex.SandboxError)
+		for _, m := range c.cfg.HarnessTimeoutMarkers {
+			if m != "" && strings.Contains(msg, strings.ToLower(m)) {
+				return CauseHarnessTimeout
+			}
+		}
+		return CauseSandbox
+	case topics.StatusNotRun:
+		return CauseNotRun
+	}
+	if c.detector.Looping(ex.ResponseText, ex.ResponseTokenIDs) {
+		return CauseRepetition
+	}
+	if c.cfg.MaxSteps > 0 && len(StepSpans(&ex.Candidate)) > c.cfg.MaxSteps {
+		return CauseExcessiveSteps
+	}
+	if slices.Contains(c.cfg.TruncationReasons, ex.FinishReason) {
+		return CauseTruncated
+	}
+	return ex.Status
+}
+
+// inGroupStats reports whether a sample of cause counts in its group's
+// mean/std: normal causes always do, others per Config.GroupStats
+// (default: counts).
+func (c Config) inGroupStats(cause string) bool {
+	if classOf(cause) == ClassNormal {
+		return true
+	}
+	if v, ok := c.GroupStats[cause]; ok {
+		return v
+	}
+	return true
+}

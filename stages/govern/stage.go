@@ -1,0 +1,125 @@
+package govern
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// Name is the stage name (metrics label, consumer group murphy-govern).
+const Name = "govern"
+
+// Stage is the govern stage on the runtime: executions in, samples and
+// refinement prompts out.
+type Stage struct {
+	gov     *Governor
+	tasks   TaskLookup
+	cat     topics.Catalog
+	metrics *Metrics
+	cfg     Config
+}
+
+// NewStage builds the stage. tasks looks tasks up (the compacted tasks
+// topic); model is the chat model of the LLM judge and scorer (nil: built
+// from cfg.LLM when either is configured); reg receives the stage's metrics
+// (nil: none).
+func NewStage(cfg Config, tasks TaskLookup, model ChatModel, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
+	if tasks == nil {
+		return nil, errors.New("govern: no task lookup")
+	}
+	if err := cat.Validate(); err != nil {
+		return nil, fmt.Errorf("govern: %w", err)
+	}
+	if model == nil && cfg.usesLLM() {
+		chat, err := NewOpenAIChat(cfg.LLM)
+		if err != nil {
+			return nil, fmt.Errorf("govern: %w", err)
+		}
+		model = chat
+	}
+	// Build the core against unregistered metrics first, so that a bad
+	// configuration leaves nothing registered on reg.
+	m, err := NewMetrics(nil, Name)
+	if err != nil {
+		return nil, err
+	}
+	gov, err := NewGovernor(cfg, model, append([]Option{withEvents(m.llmEvent)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.register(reg); err != nil {
+		return nil, err
+	}
+	return &Stage{gov: gov, tasks: tasks, cat: cat, metrics: m, cfg: cfg}, nil
+}
+
+// Spec describes the stage for pipeline.Runtime.AddStage.
+func (s *Stage) Spec() pipeline.Stage {
+	return pipeline.Stage{
+		Name:        Name,
+		Inputs:      []string{s.cat.Topic(topics.Executions)},
+		Handler:     s.Handle,
+		Concurrency: s.cfg.Concurrency,
+	}
+}
+
+// Governor returns the stage's core.
+func (s *Stage) Governor() *Governor { return s.gov }
+
+// Handle governs one execution record: one sample on the samples topic and,
+// when the node is expanded, one refinement prompt on the refinements topic,
+// both keyed by tree id. A record that is not a valid execution, or whose
+// task does not exist, is poison (DLQ); a transient task lookup failure is
+// returned for retry.
+func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+	var ex topics.Execution
+	if err := topics.Decode(rec.Value, &ex); err != nil {
+		var te *topics.Error
+		if errors.As(err, &te) {
+			return nil, pipeline.Poison(te.Reason(), err)
+		}
+		return nil, pipeline.Poison("malformed", err)
+	}
+	res, err := s.gov.Govern(ctx, &ex, s.tasks)
+	if err != nil {
+		var te *TaskError
+		switch {
+		case ctx.Err() != nil:
+			return nil, err
+		case IsTaskNotFound(err):
+			return nil, pipeline.Poison("task_not_found", err)
+		case errors.As(err, &te) && topics.IsPoison(te.Err):
+			return nil, pipeline.Poison("bad_task", err)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("govern: %w", err) // transient: retried by the runtime
+		}
+		return nil, pipeline.Poison("ungovernable", err)
+	}
+	outs, err := s.encode(res)
+	if err != nil {
+		return nil, pipeline.Poison("encode", err)
+	}
+	s.metrics.observe(res)
+	return outs, nil
+}
+
+func (s *Stage) encode(res Result) ([]pipeline.Out, error) {
+	b, err := topics.Encode(res.Sample)
+	if err != nil {
+		return nil, fmt.Errorf("sample %s: %w", res.Sample.NodeID, err)
+	}
+	outs := []pipeline.Out{{Topic: s.cat.Topic(topics.Samples), Key: res.Sample.TreeID, Value: b}}
+	if res.Refinement != nil {
+		b, err := topics.Encode(res.Refinement)
+		if err != nil {
+			return nil, fmt.Errorf("refinement of %s: %w", res.Sample.NodeID, err)
+		}
+		outs = append(outs, pipeline.Out{Topic: s.cat.Topic(topics.Refinements), Key: res.Refinement.TreeID, Value: b})
+	}
+	return outs, nil
+}
