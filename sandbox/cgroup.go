@@ -1,0 +1,253 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// cgroups is a best-effort outer fence: one memory (and pids) cgroup per
+// slot, so that many processes each within RLIMIT_AS cannot together exhaust
+// the host. It is skipped when the host does not let us create cgroups
+// (read-only cgroupfs, cgroup v2 without delegation); rlimits still apply.
+type cgroups struct {
+	mu       sync.Mutex
+	memoryMB int
+	procs    int
+	v2       bool
+	memRoot  string // directory under which slot groups are created
+	pidsRoot string // v1 pids hierarchy ("" when absent)
+	slots    map[int]string
+	pidSlots map[int]string
+	oom      map[int]int64
+	disabled bool
+}
+
+func newCgroups(memoryMB, procs int) *cgroups {
+	c := &cgroups{memoryMB: memoryMB, procs: procs, slots: map[int]string{}, pidSlots: map[int]string{}, oom: map[int]int64{}}
+	if memoryMB <= 0 {
+		c.disabled = true
+		return c
+	}
+	own, err := ownCgroups()
+	if err != nil {
+		c.disabled = true
+		return c
+	}
+	tag := fmt.Sprintf("murphy-sandbox-%d", os.Getpid())
+	if p, ok := own["memory"]; ok && dirExists("/sys/fs/cgroup/memory") {
+		c.memRoot = filepath.Join("/sys/fs/cgroup/memory", p, tag)
+		if pp, ok := own["pids"]; ok && dirExists("/sys/fs/cgroup/pids") {
+			c.pidsRoot = filepath.Join("/sys/fs/cgroup/pids", pp, tag)
+		}
+	} else if p, ok := own[""]; ok && fileExists("/sys/fs/cgroup/cgroup.controllers") {
+		c.v2 = true
+		c.memRoot = filepath.Join("/sys/fs/cgroup", p, tag)
+	} else {
+		c.disabled = true
+		return c
+	}
+	if err := os.MkdirAll(c.memRoot, 0o755); err != nil {
+		c.disabled = true
+		return c
+	}
+	if c.v2 {
+		// Children of our group get memory and pids controllers only if
+		// we may enable them; without that the fence is off.
+		if os.WriteFile(filepath.Join(c.memRoot, "cgroup.subtree_control"), []byte("+memory +pids"), 0) != nil {
+			os.Remove(c.memRoot)
+			c.disabled = true
+			return c
+		}
+	}
+	if c.pidsRoot != "" && os.MkdirAll(c.pidsRoot, 0o755) != nil {
+		c.pidsRoot = ""
+	}
+	return c
+}
+
+func dirExists(p string) bool  { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// ownCgroups maps controller ("" for v2) to this process's cgroup path.
+func ownCgroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			out[ctl] = parts[2]
+		}
+	}
+	return out, sc.Err()
+}
+
+func (c *cgroups) active() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.disabled && len(c.slots) > 0
+}
+
+// attach creates the slot's group and moves the sandbox's process tree
+// into it; later forks inherit it.
+func (c *cgroups) attach(slot, rootPID int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.disabled {
+		return
+	}
+	dir := filepath.Join(c.memRoot, "slot"+strconv.Itoa(slot))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	limit := strconv.FormatInt(int64(c.memoryMB)<<20, 10)
+	var err error
+	if c.v2 {
+		err = os.WriteFile(filepath.Join(dir, "memory.max"), []byte(limit), 0)
+		_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
+	} else {
+		err = os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(limit), 0)
+		_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(limit), 0)
+	}
+	if err != nil {
+		return
+	}
+	pdir := ""
+	if c.pidsRoot != "" {
+		pdir = filepath.Join(c.pidsRoot, "slot"+strconv.Itoa(slot))
+		if os.MkdirAll(pdir, 0o755) != nil {
+			pdir = ""
+		}
+	}
+	// Room for the sandbox's own processes plus the job's RLIMIT_NPROC.
+	pidsMax := []byte(strconv.Itoa(c.procs + 16))
+	if c.v2 {
+		_ = os.WriteFile(filepath.Join(dir, "pids.max"), pidsMax, 0)
+	} else if pdir != "" {
+		_ = os.WriteFile(filepath.Join(pdir, "pids.max"), pidsMax, 0)
+	}
+	for _, pid := range processTree(rootPID) {
+		b := []byte(strconv.Itoa(pid))
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.procs"), b, 0)
+		if pdir != "" {
+			_ = os.WriteFile(filepath.Join(pdir, "cgroup.procs"), b, 0)
+		}
+	}
+	c.slots[slot] = dir
+	if pdir != "" {
+		c.pidSlots[slot] = pdir
+	}
+	c.oom[slot] = c.readOOM(dir)
+}
+
+func (c *cgroups) readOOM(dir string) int64 {
+	name := "memory.oom_control"
+	if c.v2 {
+		name = "memory.events"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// oomKilled reports whether the slot's group OOM-killed a process since
+// the last call.
+func (c *cgroups) oomKilled(slot int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir, ok := c.slots[slot]
+	if !ok {
+		return false
+	}
+	n := c.readOOM(dir)
+	killed := n > c.oom[slot]
+	c.oom[slot] = n
+	return killed
+}
+
+func (c *cgroups) remove() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var dirs []string
+	for _, d := range c.slots {
+		dirs = append(dirs, d)
+	}
+	for _, d := range c.pidSlots {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		for i := 0; i < 50 && os.Remove(d) != nil && dirExists(d); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if c.memRoot != "" {
+		os.Remove(c.memRoot)
+	}
+	if c.pidsRoot != "" {
+		os.Remove(c.pidsRoot)
+	}
+	c.slots = map[int]string{}
+}
+
+// processTree returns root and all its descendants.
+func processTree(root int) []int {
+	children := map[int][]int{}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return []int{root}
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + n + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name may contain spaces: fields start after ')'.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], pid)
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}

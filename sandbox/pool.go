@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+//go:embed harness.py
+var harnessSource []byte
+
+// Runner runs jobs. *Pool (warm workers) and *Fresh (a new sandbox per
+// job, the baseline) implement it.
+type Runner interface {
+	Run(ctx context.Context, job *Job) (*Result, error)
+}
+
+// Stats is a snapshot of a pool.
+type Stats struct {
+	Workers  int
+	Busy     int
+	Jobs     int64
+	Restarts int64
+	// Cgroup says whether a per-slot memory cgroup caps each sandbox.
+	Cgroup bool
+}
+
+// Pool is a set of warm sandboxes; Run blocks until one is free, so the
+// pool also bounds the concurrency of its callers.
+type Pool struct {
+	cfg      Config
+	dir      string
+	idle     chan *poolSlot
+	all      []*poolSlot
+	busy     atomic.Int64
+	jobs     atomic.Int64
+	restarts atomic.Int64
+	closed   chan struct{}
+	once     sync.Once
+	cg       *cgroups
+}
+
+type poolSlot struct {
+	id    int
+	lease *uidLease
+	s     *slot // nil while it could not be (re)started
+}
+
+// writeHarness puts harness.py in a fresh host directory that every sandbox
+// binds read-only.
+func writeHarness() (string, error) {
+	dir, err := os.MkdirTemp("", "murphy-sandbox-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "harness.py"), harnessSource, 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	return dir, nil
+}
+
+// NewPool starts cfg.Workers warm sandboxes. It fails when bubblewrap or the
+// interpreter is missing or a worker does not come up.
+func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("sandbox: the pool must run as root (it hands each job a non-root uid)")
+	}
+	for _, p := range []string{cfg.Bwrap, cfg.Python} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("sandbox: %w (install with: apt-get install -y bubblewrap python3)", err)
+		}
+	}
+	dir, err := writeHarness()
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.workers()
+	p := &Pool{cfg: cfg, dir: dir, idle: make(chan *poolSlot, n), closed: make(chan struct{})}
+	p.cg = newCgroups(cfg.SlotMemoryMB, cfg.Limits.Procs)
+	skip := map[int]bool{}
+	for i := 0; i < n; i++ {
+		lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		skip[lease.uid] = true
+		ps := &poolSlot{id: i, lease: lease}
+		p.all = append(p.all, ps)
+		if err := p.start(ctx, ps); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.idle <- ps
+	}
+	return p, nil
+}
+
+func (p *Pool) start(ctx context.Context, ps *poolSlot) error {
+	s, err := startSlot(ctx, &p.cfg, p.dir, ps.id, ps.lease.uid, false)
+	if err != nil {
+		return err
+	}
+	p.cg.attach(ps.id, s.cmd.Process.Pid)
+	ps.s = s
+	return nil
+}
+
+// Run runs job in the next free sandbox. The error is non-nil only when ctx
+// ends before a sandbox is free or the pool is closed; a failure of the
+// sandbox is reported in Result.SandboxError and the sandbox is replaced.
+func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
+	var ps *poolSlot
+	select {
+	case <-p.closed:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case ps = <-p.idle:
+	}
+	p.busy.Add(1)
+	defer func() {
+		p.busy.Add(-1)
+		select {
+		case <-p.closed:
+			if ps.s != nil {
+				ps.s.stop()
+			}
+		default:
+			p.idle <- ps
+		}
+	}()
+	p.jobs.Add(1)
+	if ps.s == nil {
+		if err := p.start(ctx, ps); err != nil {
+			return &Result{ExitCode: -1, SandboxError: "restart sandbox: " + err.Error()}, nil
+		}
+	}
+	lim := job.Limits.withDefaults(p.cfg.Limits)
+	res := ps.s.run(ctx, job, lim)
+	if oom := p.cg.oomKilled(ps.id); oom && res.SandboxError == "" {
+		res.MemoryKilled = true
+	}
+	if ps.s.broken != "" {
+		ps.s.stop()
+		ps.s = nil
+		p.restarts.Add(1)
+		if ctx.Err() == nil {
+			_ = p.start(context.WithoutCancel(ctx), ps)
+		}
+	}
+	return res, nil
+}
+
+// Size is the number of sandboxes.
+func (p *Pool) Size() int { return len(p.all) }
+
+// Busy is the number of sandboxes running a job now.
+func (p *Pool) Busy() int { return int(p.busy.Load()) }
+
+// Stats returns a snapshot of the pool.
+func (p *Pool) Stats() Stats {
+	return Stats{Workers: len(p.all), Busy: p.Busy(), Jobs: p.jobs.Load(), Restarts: p.restarts.Load(), Cgroup: p.cg.active()}
+}
+
+// WorkerPIDs returns the host pids of the running sandboxes (for health
+// checks and tests).
+func (p *Pool) WorkerPIDs() []int {
+	var pids []int
+	for _, ps := range p.all {
+		if s := ps.s; s != nil && s.cmd != nil && s.cmd.Process != nil {
+			pids = append(pids, s.cmd.Process.Pid)
+		}
+	}
+	return pids
+}
+
+// UIDs returns the host uids the pool's jobs run as.
+func (p *Pool) UIDs() []int {
+	var uids []int
+	for _, ps := range p.all {
+		uids = append(uids, ps.lease.uid)
+	}
+	return uids
+}
+
+// Close stops every sandbox; running jobs are killed.
+func (p *Pool) Close() error {
+	p.once.Do(func() {
+		close(p.closed)
+		// Idle slots are stopped now, busy ones when their job returns.
+		deadline := time.After(30 * time.Second)
+		for range len(p.all) {
+			select {
+			case ps := <-p.idle:
+				if ps.s != nil {
+					ps.s.stop()
+				}
+				ps.lease.release()
+			case <-deadline:
+			}
+		}
+		p.cg.remove()
+		os.RemoveAll(p.dir)
+	})
+	return nil
+}
+
+// Fresh runs every job in a new sandbox with the same isolation as the
+// pool and a cold interpreter: the baseline the pool is measured against.
+type Fresh struct {
+	cfg   Config
+	dir   string
+	lease *uidLease
+	mu    sync.Mutex
+}
+
+// NewFresh prepares a Fresh runner (one uid, jobs run one at a time).
+func NewFresh(cfg Config) (*Fresh, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := writeHarness()
+	if err != nil {
+		return nil, err
+	}
+	lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, nil)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Fresh{cfg: cfg, dir: dir, lease: lease}, nil
+}
+
+// Run starts a sandbox, runs job in it and stops it.
+func (f *Fresh) Run(ctx context.Context, job *Job) (*Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := startSlot(ctx, &f.cfg, f.dir, 0, f.lease.uid, true)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return &Result{ExitCode: -1, SandboxError: err.Error()}, nil
+	}
+	defer s.stop()
+	return s.run(ctx, job, job.Limits.withDefaults(f.cfg.Limits)), nil
+}
+
+// Close releases the runner.
+func (f *Fresh) Close() error {
+	f.lease.release()
+	return os.RemoveAll(f.dir)
+}
