@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+// FeedbackKind says how much executor feedback tells about the bug.
+type FeedbackKind int
+
+const (
+	// FeedbackNone: no feedback (a root prompt).
+	FeedbackNone FeedbackKind = iota
+	// FeedbackUninformative: feedback that names no case and no error, such
+	// as a timeout or a bare "wrong answer".
+	FeedbackUninformative
+	// FeedbackError: an error or traceback without a failing case.
+	FeedbackError
+	// FeedbackFailingCase: a failing case with its input, expected and
+	// actual output.
+	FeedbackFailingCase
+)
+
+func (k FeedbackKind) String() string {
+	switch k {
+	case FeedbackNone:
+		return "none"
+	case FeedbackUninformative:
+		return "uninformative"
+	case FeedbackError:
+		return "error"
+	case FeedbackFailingCase:
+		return "failing_case"
+	}
+	return "unknown"
+}
+
+var (
+	reInput    = regexp.MustCompile(`(?i)\b(input|inputs|args|arguments|call|stdin)\b\s*[:=]`)
+	reExpected = regexp.MustCompile(`(?i)\bexpected\b\s*[:=]?`)
+	reActual   = regexp.MustCompile(`(?i)\b(actual|got|returned|output)\b\s*[:=]`)
+	reError    = regexp.MustCompile(`(?i)(traceback|\w+error\b|exception|assertion)`)
+)
+
+// ClassifyFeedback reads executor feedback. It is a failing case when it
+// names an input ("input:", "args:", "call:", "stdin:"), an expected value
+// ("expected") and an actual one ("actual:", "got:", "returned:",
+// "output:"); an error when it carries a traceback or an error name
+// (SyntaxError, NameError, ...) without a case; uninformative otherwise
+// (timeouts, memory limits, a bare status).
+func ClassifyFeedback(feedback string) FeedbackKind {
+	f := strings.TrimSpace(feedback)
+	switch {
+	case f == "":
+		return FeedbackNone
+	case reInput.MatchString(f) && reExpected.MatchString(f) && reActual.MatchString(f):
+		return FeedbackFailingCase
+	case reError.MatchString(f) && !isTimeout(f):
+		return FeedbackError
+	}
+	return FeedbackUninformative
+}
+
+func isTimeout(f string) bool {
+	l := strings.ToLower(f)
+	return strings.Contains(l, "timeout") || strings.Contains(l, "timed out") || strings.Contains(l, "time limit")
+}
