@@ -1,11 +1,11 @@
 package govern
 
 import (
-	"bytes"
 	"compress/flate"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -100,7 +100,11 @@ func (c RepetitionConfig) Validate() error {
 
 // RepetitionDetector finds repetition loops in responses. It is safe for
 // concurrent use.
-type RepetitionDetector struct{ cfg RepetitionConfig }
+type RepetitionDetector struct {
+	cfg RepetitionConfig
+	// writers reuses deflate state (about 1 MB each) across responses.
+	writers sync.Pool
+}
 
 // NewRepetitionDetector returns a detector for cfg.
 func NewRepetitionDetector(cfg RepetitionConfig) (*RepetitionDetector, error) {
@@ -124,43 +128,63 @@ type RepetitionStats struct {
 	CompressionRatio float64
 }
 
-// Measure computes the statistics of a response.
+// Measure computes every statistic of a response.
 func (d *RepetitionDetector) Measure(text string, tokens []int32) RepetitionStats {
+	st, _ := d.measure(text, tokens, false)
+	return st
+}
+
+// Looping reports whether the response is a repetition loop. It stops
+// measuring as soon as one test fires.
+func (d *RepetitionDetector) Looping(text string, tokens []int32) bool {
+	if !d.cfg.Enabled {
+		return false
+	}
+	_, looping := d.measure(text, tokens, true)
+	return looping
+}
+
+func (d *RepetitionDetector) measure(text string, tokens []int32, stopEarly bool) (RepetitionStats, bool) {
 	var units []uint64
-	var raw []byte
 	if text != "" {
 		units = textUnits(text)
-		raw = []byte(text)
 	} else {
 		units = make([]uint64, len(tokens))
-		raw = make([]byte, 0, 4*len(tokens))
 		for i, t := range tokens {
 			units[i] = uint64(uint32(t))
-			raw = append(raw, byte(t), byte(t>>8), byte(t>>16), byte(t>>24))
 		}
 	}
 	st := RepetitionStats{Units: len(units), CompressionRatio: 1}
+	if stopEarly && st.Units < d.cfg.MinUnits {
+		return st, false
+	}
 	if d.cfg.TailMinRepeats > 0 {
 		st.TailPeriod, st.TailSpan = tailLoop(units, d.cfg.TailMaxPeriod, d.cfg.TailMinRepeats)
 		if st.TailPeriod > 0 {
 			st.TailRepeats = float64(st.TailSpan) / float64(st.TailPeriod)
 		}
+		if stopEarly && d.Decide(st) {
+			return st, true
+		}
 	}
 	if d.cfg.MaxDuplicateNGrams > 0 {
 		st.DuplicateNGrams = duplicateNGrams(units, d.cfg.NGram)
+		if stopEarly && d.Decide(st) {
+			return st, true
+		}
 	}
-	if d.cfg.MinCompressionRatio > 0 && len(raw) > 0 {
-		st.CompressionRatio = compressionRatio(raw)
+	if d.cfg.MinCompressionRatio > 0 {
+		if text != "" {
+			st.CompressionRatio = d.compressionRatio([]byte(text))
+		} else if len(tokens) > 0 {
+			raw := make([]byte, 0, 4*len(tokens))
+			for _, t := range tokens {
+				raw = append(raw, byte(t), byte(t>>8), byte(t>>16), byte(t>>24))
+			}
+			st.CompressionRatio = d.compressionRatio(raw)
+		}
 	}
-	return st
-}
-
-// Looping reports whether the response is a repetition loop.
-func (d *RepetitionDetector) Looping(text string, tokens []int32) bool {
-	if !d.cfg.Enabled {
-		return false
-	}
-	return d.Decide(d.Measure(text, tokens))
+	return st, d.Decide(st)
 }
 
 // Decide applies the thresholds to measured statistics.
@@ -268,17 +292,34 @@ func duplicateNGrams(u []uint64, n int) float64 {
 }
 
 // compressionRatio is the deflated size of b over its size.
-func compressionRatio(b []byte) float64 {
-	var buf bytes.Buffer
-	w, err := flate.NewWriter(&buf, flate.BestSpeed)
-	if err != nil {
+func (d *RepetitionDetector) compressionRatio(b []byte) float64 {
+	if len(b) == 0 {
 		return 1
 	}
+	var n countWriter
+	w, _ := d.writers.Get().(*flate.Writer)
+	if w == nil {
+		var err error
+		if w, err = flate.NewWriter(&n, flate.BestSpeed); err != nil {
+			return 1
+		}
+	} else {
+		w.Reset(&n)
+	}
+	defer d.writers.Put(w)
 	if _, err := w.Write(b); err != nil {
 		return 1
 	}
 	if err := w.Close(); err != nil {
 		return 1
 	}
-	return float64(buf.Len()) / float64(len(b))
+	return float64(n) / float64(len(b))
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }

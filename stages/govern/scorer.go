@@ -54,7 +54,8 @@ func (NoneScorer) Score(context.Context, *topics.Task, *topics.Execution, []Step
 //     equal its added lines, or writing a file with the content it already
 //     got from an earlier step (NoOpEditScore);
 //   - a repeated action: the same tool call (tool and arguments) as an
-//     earlier step with no effective edit in between, or, for steps without
+//     earlier step with no effective edit in between (inspections are
+//     judged by the rule above), or, for steps without
 //     a recognised call, the same tokens (or text) as an earlier step
 //     (RepeatedActionScore).
 //
@@ -88,7 +89,7 @@ func (h *HeuristicScorer) Score(_ context.Context, _ *topics.Task, ex *topics.Ex
 		lower := func(v float64) { s = min(s, float32(v)) }
 		if a := st.Action; a != nil {
 			kind, paths, keys, noop := h.classify(a, written)
-			if seen[a.Canonical] {
+			if kind != actInspect && seen[a.Canonical] { // inspections: by file, below
 				lower(h.cfg.RepeatedActionScore)
 			}
 			seen[a.Canonical] = true
