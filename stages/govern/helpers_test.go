@@ -2,6 +2,7 @@ package govern
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -131,3 +132,6 @@ func newGovernor(t *testing.T, cfg Config, opts ...Option) *Governor {
 	}
 	return g
 }
+
+// jsonMarshal encodes without validation, to build bad records.
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -84,3 +84,4 @@ func (o *OpenAIChat) Chat(ctx context.Context, messages []topics.Message) (strin
 	}
 	return res.Choices[0].Text, nil
 }
+var _ ChatModel = (*OpenAIChat)(nil)
