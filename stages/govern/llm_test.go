@@ -453,4 +453,3 @@ func TestParseStrictJSON(t *testing.T) {
 		}
 	}
 }
-

@@ -84,4 +84,5 @@ func (o *OpenAIChat) Chat(ctx context.Context, messages []topics.Message) (strin
 	}
 	return res.Choices[0].Text, nil
 }
+
 var _ ChatModel = (*OpenAIChat)(nil)
