@@ -86,6 +86,12 @@ func (t *Tree) TaskID() string { return t.taskID }
 // Len is the number of distinct nodes.
 func (t *Tree) Len() int { return len(t.nodes) }
 
+// Has reports whether node id has arrived.
+func (t *Tree) Has(id string) bool {
+	r, ok := t.ids[id]
+	return ok && r.node >= 0
+}
+
 // Complete reports whether every group has all the members it expects and
 // every node that requested children has its whole child group.
 func (t *Tree) Complete() bool { return t.deficit == 0 }

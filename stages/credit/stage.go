@@ -1,0 +1,415 @@
+package credit
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// Stage is the stateful credit stage: one processor per partition of the
+// samples topic assembles trees and emits each one, credited, exactly once
+// as a topics.CreditedTree on the credited topic (see README.md).
+type Stage struct {
+	cfg      Config
+	cc       topics.CreditConfig
+	prod     pipeline.Producer
+	samples  string
+	credited string
+	log      creditedLog
+	m        *Metrics
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+// NewStage builds the credit stage. prod writes credited trees (it must be
+// the project's murmur2 producer, so that a tree lands on the credited
+// partition numbered like its samples partition); kcfg is used to read the
+// credited topic back on partition assignment; metrics go to reg.
+func NewStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, kcfg pipeline.KafkaConfig, reg prometheus.Registerer) (*Stage, error) {
+	if err := kcfg.Validate(); err != nil {
+		return nil, fmt.Errorf("credit: %w", err)
+	}
+	return newStage(cfg, prod, cat, newKafkaLog(kcfg), reg)
+}
+
+func newStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, log creditedLog, reg prometheus.Registerer) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cat.Validate(); err != nil {
+		return nil, fmt.Errorf("credit: %w", err)
+	}
+	if prod == nil {
+		return nil, errors.New("credit: no producer")
+	}
+	m, err := NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Stage{
+		cfg:      cfg,
+		cc:       cfg.CreditConfig(),
+		prod:     prod,
+		samples:  cat.Topic(topics.Samples),
+		credited: cat.Topic(topics.Credited),
+		log:      log,
+		m:        m,
+		logger:   slog.Default().With("stage", "credit"),
+		now:      time.Now,
+	}, nil
+}
+
+// Metrics returns the stage's metrics.
+func (s *Stage) Metrics() *Metrics { return s.m }
+
+// Spec describes the stage for the pipeline runtime.
+func (s *Stage) Spec() pipeline.PartitionStage {
+	return pipeline.PartitionStage{
+		Name:         "credit",
+		Input:        s.samples,
+		Assigned:     s.assign,
+		Revoked:      func(pipeline.Assignment) {},
+		TickInterval: s.cfg.TickInterval,
+	}
+}
+
+// assign reads back the tail of the credited partition that matches a's
+// samples partition to learn which trees were already emitted.
+func (s *Stage) assign(ctx context.Context, a pipeline.Assignment) (pipeline.PartitionProcessor, error) {
+	np, err := s.log.Partitions(ctx, s.samples)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := s.log.Partitions(ctx, s.credited)
+	if err != nil {
+		return nil, err
+	}
+	if np != nc {
+		return nil, pipeline.Fatal(fmt.Errorf("credit: %s has %d partitions but %s has %d: a tree would not come back to the partition it was assembled on",
+			s.samples, np, s.credited, nc))
+	}
+	from := int64(math.MinInt64)
+	if a.Committed >= 0 {
+		from = a.Committed - s.cfg.LookbackMargin
+	}
+	tl, err := s.log.Tail(ctx, s.credited, a.Partition, from, s.cfg.LookbackMaxRecords)
+	if err != nil {
+		return nil, err
+	}
+	p := newProcessor(s, a.Partition)
+	p.maxpos = max(tl.lastMaxPos, 0)
+	for _, e := range tl.trees {
+		mp := e.maxpos
+		if mp < 0 {
+			mp = p.maxpos
+		}
+		p.remember(e.tree, mp)
+	}
+	s.m.LookbackRecords.Add(float64(tl.records))
+	lg := s.logger.With("partition", a.Partition, "committed", a.Committed, "lookback_records", tl.records, "remembered", len(p.done))
+	if tl.truncated {
+		lg.Warn("credit: lookback bound reached before the committed offset; trees emitted earlier may be emitted again")
+	} else {
+		lg.Info("credit: partition assigned")
+	}
+	return p, nil
+}
+
+type openTree struct {
+	t         *Tree
+	first     int64     // offset of the tree's first record
+	opened    time.Time // when this processor saw the first record
+	firstTime time.Time // record timestamps, for time-to-complete
+	lastTime  time.Time
+	elem      *list.Element
+	pending   bool // complete, but its emission failed: retried on Tick
+}
+
+type doneEntry struct {
+	tree   string
+	maxpos int64
+}
+
+// processor is the state machine of one samples partition.
+type processor struct {
+	s         *Stage
+	partition int
+	gauge     prometheus.Gauge
+	open      map[string]*openTree
+	order     list.List // open trees by first offset (also by opening time)
+	next      int64     // offset after the last record processed, -1 before any
+	maxpos    int64     // highest position the partition's processors consumed
+	// done remembers trees emitted (or closed) and the maxpos at that time,
+	// so that replays and stragglers of a finished tree are dropped.
+	done      map[string]int64
+	doneQueue []doneEntry
+	doneHead  int
+}
+
+func newProcessor(s *Stage, partition int) *processor {
+	return &processor{
+		s:         s,
+		partition: partition,
+		gauge:     s.m.OpenTrees.WithLabelValues(strconv.Itoa(partition)),
+		open:      make(map[string]*openTree),
+		next:      -1,
+		done:      make(map[string]int64),
+	}
+}
+
+// watermark is the lowest offset the partition still needs: the first
+// record of the oldest open tree, or the next record.
+func (p *processor) watermark() int64 {
+	if f := p.order.Front(); f != nil {
+		return f.Value.(*openTree).first
+	}
+	return p.next
+}
+
+// CommitOffset implements pipeline.PartitionProcessor.
+func (p *processor) CommitOffset() (int64, bool) {
+	if p.next < 0 {
+		return 0, false
+	}
+	return p.watermark(), true
+}
+
+// finished reports whether tree was emitted or closed within the
+// remembered horizon (maxpos >= watermark − lookback margin). The horizon is
+// computed from the log position, so a restarted processor decides alike.
+func (p *processor) finished(tree string) bool {
+	mp, ok := p.done[tree]
+	if !ok {
+		return false
+	}
+	return mp >= p.watermark()-p.s.cfg.LookbackMargin
+}
+
+func (p *processor) remember(tree string, maxpos int64) {
+	p.done[tree] = maxpos
+	p.doneQueue = append(p.doneQueue, doneEntry{tree, maxpos})
+	horizon := int64(math.MinInt64)
+	if p.next >= 0 {
+		horizon = p.watermark() - p.s.cfg.LookbackMargin
+	}
+	for p.doneHead < len(p.doneQueue) {
+		e := p.doneQueue[p.doneHead]
+		if len(p.done) <= p.s.cfg.MaxRemembered && e.maxpos >= horizon {
+			break
+		}
+		if p.done[e.tree] == e.maxpos {
+			delete(p.done, e.tree)
+		}
+		p.doneHead++
+	}
+	if p.doneHead > 1024 && p.doneHead*2 > len(p.doneQueue) {
+		p.doneQueue = append(p.doneQueue[:0], p.doneQueue[p.doneHead:]...)
+		p.doneHead = 0
+	}
+}
+
+func poisonReason(err error) string {
+	var te *topics.Error
+	if errors.As(err, &te) {
+		return te.Reason()
+	}
+	return "malformed"
+}
+
+// Process implements pipeline.PartitionProcessor.
+func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
+	if rec.Offset+1 > p.next {
+		p.next = rec.Offset + 1
+	}
+	p.maxpos = max(p.maxpos, p.next)
+	s := new(topics.Sample)
+	if err := topics.Decode(rec.Value, s); err != nil {
+		return pipeline.Poison(poisonReason(err), err)
+	}
+	if len(rec.Key) > 0 && string(rec.Key) != s.TreeID {
+		return pipeline.Poison("key_mismatch", fmt.Errorf("credit: record key %q is not the tree id %q", rec.Key, s.TreeID))
+	}
+	if p.finished(s.TreeID) {
+		p.s.m.LateSamples.Inc()
+		return nil
+	}
+	ot := p.open[s.TreeID]
+	if ot == nil {
+		if err := p.admit(ctx); err != nil {
+			return err
+		}
+		ot = &openTree{t: NewTree(s.TreeID), first: rec.Offset, opened: p.s.now(), firstTime: rec.Time, lastTime: rec.Time}
+		ot.elem = p.order.PushBack(ot)
+		p.open[s.TreeID] = ot
+		p.gauge.Set(float64(len(p.open)))
+	}
+	if ot.t.Len() >= p.s.cfg.MaxTreeNodes && !ot.t.Has(s.NodeID) {
+		return pipeline.Poison("tree_too_large", fmt.Errorf("credit: tree %s already has %d nodes (max_tree_nodes)", s.TreeID, ot.t.Len()))
+	}
+	added, err := ot.t.Add(s)
+	if err != nil {
+		if ot.t.Len() == 0 {
+			p.drop(ot)
+		}
+		return pipeline.Poison("inconsistent_sample", err)
+	}
+	if !added {
+		p.s.m.DuplicateSamples.Inc()
+	} else if rec.Time.After(ot.lastTime) {
+		ot.lastTime = rec.Time
+	}
+	if ot.t.Complete() {
+		return p.emit(ctx, ot)
+	}
+	return nil
+}
+
+// admit waits, at the open-tree cap, until the oldest tree reaches its
+// deadline and is closed.
+func (p *processor) admit(ctx context.Context) error {
+	var started time.Time
+	defer func() {
+		if !started.IsZero() {
+			p.s.m.Backpressure.Add(time.Since(started).Seconds())
+		}
+	}()
+	for len(p.open) >= p.s.cfg.MaxOpenTrees {
+		if err := p.flushPending(ctx); err != nil {
+			return err
+		}
+		front := p.order.Front().Value.(*openTree)
+		wait := front.opened.Add(p.s.cfg.Deadline).Sub(p.s.now())
+		if wait <= 0 {
+			if err := p.closeStuck(ctx, front); err != nil {
+				return err
+			}
+			continue
+		}
+		if started.IsZero() {
+			started = time.Now()
+		}
+		t := time.NewTimer(min(wait, p.s.cfg.TickInterval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Tick implements pipeline.PartitionProcessor: it retries failed emissions
+// and closes trees past their deadline.
+func (p *processor) Tick(ctx context.Context, now time.Time) error {
+	if err := p.flushPending(ctx); err != nil {
+		return err
+	}
+	for f := p.order.Front(); f != nil; f = p.order.Front() {
+		ot := f.Value.(*openTree)
+		if now.Before(ot.opened.Add(p.s.cfg.Deadline)) {
+			break
+		}
+		if err := p.closeStuck(ctx, ot); err != nil {
+			return err
+		}
+	}
+	p.gauge.Set(float64(len(p.open)))
+	return nil
+}
+
+func (p *processor) flushPending(ctx context.Context) error {
+	for e := p.order.Front(); e != nil; {
+		ot := e.Value.(*openTree)
+		e = e.Next()
+		if ot.pending {
+			if err := p.emit(ctx, ot); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// closeStuck closes a tree that will not complete: flagged and emitted, or
+// dropped, per Config.Incomplete.
+func (p *processor) closeStuck(ctx context.Context, ot *openTree) error {
+	if p.s.cfg.Incomplete == IncompleteFlag {
+		if err := p.emit(ctx, ot); err != nil {
+			return err
+		}
+	} else {
+		p.drop(ot)
+		p.remember(ot.t.ID(), p.maxpos)
+	}
+	p.s.m.StuckTrees.Inc()
+	p.s.logger.Warn("credit: tree closed incomplete", "partition", p.partition, "tree_id", ot.t.ID(),
+		"nodes", ot.t.Len(), "missing", ot.t.Missing(), "action", p.s.cfg.Incomplete)
+	return nil
+}
+
+func (p *processor) drop(ot *openTree) {
+	delete(p.open, ot.t.ID())
+	p.order.Remove(ot.elem)
+	p.gauge.Set(float64(len(p.open)))
+}
+
+// emit credits ot, produces it and forgets it. On a produce error the tree
+// stays open (the watermark holds) and is retried.
+func (p *processor) emit(ctx context.Context, ot *openTree) error {
+	ct, st := Credit(ot.t, p.s.cc)
+	ct.CreditedAt = p.s.now().UTC()
+	val, err := topics.Encode(&ct)
+	if err != nil {
+		p.s.m.Unwritable.Inc()
+		p.s.logger.Error("credit: tree cannot be written", "partition", p.partition, "tree_id", ot.t.ID(), "nodes", ot.t.Len(), "err", err)
+		p.drop(ot)
+		p.remember(ot.t.ID(), p.maxpos)
+		return nil
+	}
+	out := pipeline.Out{
+		Topic: p.s.credited,
+		Key:   ot.t.ID(),
+		Value: val,
+		Headers: map[string]string{
+			HeaderSourcePartition: strconv.Itoa(p.partition),
+			HeaderSourceFirst:     strconv.FormatInt(ot.first, 10),
+			HeaderMaxPos:          strconv.FormatInt(p.maxpos, 10),
+		},
+	}
+	if err := p.s.prod.Produce(ctx, out); err != nil {
+		ot.pending = true
+		return fmt.Errorf("credit: emit tree %s: %w", ot.t.ID(), err)
+	}
+	m := p.s.m
+	if !ct.Incomplete {
+		m.Completed.Inc()
+		if !ot.firstTime.IsZero() && !ot.lastTime.IsZero() {
+			m.TimeToComplete.Observe(ot.lastTime.Sub(ot.firstTime).Seconds())
+		}
+	}
+	m.PrunedNodes.Add(float64(st.PrunedNodes))
+	m.ZeroSignalGroups.Add(float64(st.ZeroSignalGroups))
+	m.DroppedSamples.Add(float64(st.DroppedSamples))
+	p.drop(ot)
+	p.remember(ot.t.ID(), p.maxpos)
+	return nil
+}
+
+// Close implements pipeline.PartitionProcessor. Open trees need no flush:
+// the committed offset has not passed their first record, so the next
+// owner of the partition rebuilds them from the log.
+func (p *processor) Close(context.Context) error {
+	p.s.m.OpenTrees.DeleteLabelValues(strconv.Itoa(p.partition))
+	return nil
+}
