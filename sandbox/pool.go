@@ -222,14 +222,15 @@ func (p *Pool) Close() error {
 
 // Fresh runs every job in a new sandbox with the same isolation as the
 // pool and a cold interpreter: the baseline the pool is measured against.
+// It runs up to cfg.Workers jobs at once, each under its own uid.
 type Fresh struct {
-	cfg   Config
-	dir   string
-	lease *uidLease
-	mu    sync.Mutex
+	cfg    Config
+	dir    string
+	leases chan *uidLease
+	all    []*uidLease
 }
 
-// NewFresh prepares a Fresh runner (one uid, jobs run one at a time).
+// NewFresh prepares a Fresh runner.
 func NewFresh(cfg Config) (*Fresh, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -238,19 +239,31 @@ func NewFresh(cfg Config) (*Fresh, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, nil)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	f := &Fresh{cfg: cfg, dir: dir, leases: make(chan *uidLease, cfg.workers())}
+	skip := map[int]bool{}
+	for range cfg.workers() {
+		lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		skip[lease.uid] = true
+		f.all = append(f.all, lease)
+		f.leases <- lease
 	}
-	return &Fresh{cfg: cfg, dir: dir, lease: lease}, nil
+	return f, nil
 }
 
 // Run starts a sandbox, runs job in it and stops it.
 func (f *Fresh) Run(ctx context.Context, job *Job) (*Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, err := startSlot(ctx, &f.cfg, f.dir, 0, f.lease.uid, true)
+	var lease *uidLease
+	select {
+	case lease = <-f.leases:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { f.leases <- lease }()
+	s, err := startSlot(ctx, &f.cfg, f.dir, 0, lease.uid, true)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -263,6 +276,8 @@ func (f *Fresh) Run(ctx context.Context, job *Job) (*Result, error) {
 
 // Close releases the runner.
 func (f *Fresh) Close() error {
-	f.lease.release()
+	for _, l := range f.all {
+		l.release()
+	}
 	return os.RemoveAll(f.dir)
 }
