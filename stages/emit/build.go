@@ -49,12 +49,22 @@ type vocabs struct {
 	route, cause, status, finish *vocab
 }
 
+// newVocabs seeds the dictionaries with the values the pipeline is known
+// to produce (govern's failure-cause taxonomy, execution statuses, the
+// usual finish reasons), so that files rarely rotate because a dictionary
+// grew. Other values are added when first seen.
 func newVocabs() *vocabs {
+	statuses := []string{topics.StatusPassed, topics.StatusWrongAnswer, topics.StatusRuntimeError,
+		topics.StatusCompileError, topics.StatusTimeout, topics.StatusMemory, topics.StatusOutputLimit,
+		topics.StatusSandboxError, topics.StatusNotRun}
+	causes := append([]string{"", topics.InfraInference, topics.InfraContextOverflow, "infra.sandbox",
+		"infra.harness_timeout", "infra.not_run", "infra.judge", "infra.scorer", "infra.other",
+		"degenerate.repetition", "degenerate.truncated", "degenerate.excessive_steps"}, statuses...)
 	return &vocabs{
 		route:  newVocab(topics.RouteTrain, topics.RouteMasked, topics.RouteLastStepPenalty),
-		cause:  newVocab(""),
-		status: newVocab(topics.StatusPassed),
-		finish: newVocab(),
+		cause:  newVocab(causes...),
+		status: newVocab(statuses...),
+		finish: newVocab("stop", "length", ""),
 	}
 }
 

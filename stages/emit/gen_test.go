@@ -13,7 +13,7 @@ import (
 // set timestamps, unicode text. Deterministic for a seed.
 func genTrees(seed uint64, n int, cfg topics.CreditConfig) []topics.CreditedTree {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	causes := []string{"", "normal.wrong_answer", "infra.sandbox_error", "degeneration.truncation", "normal.compile_error"}
+	causes := []string{"", "wrong_answer", "infra.sandbox", "degenerate.truncated", "compile_error", "cause.new-in-this-test"}
 	statuses := []string{topics.StatusPassed, topics.StatusWrongAnswer, topics.StatusSandboxError, topics.StatusRuntimeError}
 	finishes := []string{"stop", "length"}
 	routes := []string{topics.RouteTrain, topics.RouteMasked, topics.RouteLastStepPenalty}
