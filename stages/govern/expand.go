@@ -104,6 +104,9 @@ func newRefiner(cfg ExpansionConfig) (*refiner, error) {
 	return &refiner{tmpl: t, maxBytes: cfg.MaxPromptBytes}, nil
 }
 
+// trimEnd drops trailing white space: the template places the blocks.
+func trimEnd(s string) string { return strings.TrimRight(s, " \t\r\n") }
+
 func languageOf(kind string) string {
 	if kind == topics.KindCompileFix {
 		return "diff"
@@ -116,8 +119,8 @@ func languageOf(kind string) string {
 // replayed execution yields the same prompt (and the same child node ids).
 func (r *refiner) Prompt(ex *topics.Execution, task *topics.Task, cause string, size int, now time.Time) (*topics.Prompt, error) {
 	data := RefinementData{
-		Task: task.Prompt, TaskID: task.TaskID, Kind: task.Kind, Language: languageOf(task.Kind),
-		Code: ex.Code, Feedback: ex.Feedback, Status: ex.Status, Cause: cause,
+		Task: trimEnd(task.Prompt), TaskID: task.TaskID, Kind: task.Kind, Language: languageOf(task.Kind),
+		Code: trimEnd(ex.Code), Feedback: trimEnd(ex.Feedback), Status: ex.Status, Cause: cause,
 		TestsPassed: ex.TestsPassed, TestsTotal: ex.TestsTotal,
 		Turn: ex.Turn, NextTurn: ex.Turn + 1, MaxTurns: ex.MaxTurns,
 	}

@@ -33,8 +33,8 @@ func TestRefinementPrompt(t *testing.T) {
 		{"tree spec copied", p.MaxTurns == ex.MaxTurns && slices.Equal(p.GroupSizes, ex.GroupSizes) && p.RunID == ex.RunID && p.Seed == ex.Seed},
 		{"feedback field", p.Feedback == ex.Feedback},
 		{"parent code field", p.ParentCode == ex.Code},
-		{"text has the task", strings.Contains(p.Text, testTask().Prompt)},
-		{"text has the failed program", strings.Contains(p.Text, ex.Code)},
+		{"text has the task", strings.Contains(p.Text, strings.TrimSpace(testTask().Prompt))},
+		{"text has the failed program", strings.Contains(p.Text, strings.TrimSpace(ex.Code))},
 		{"text has the feedback", strings.Contains(p.Text, ex.Feedback)},
 		{"text has the test count", strings.Contains(p.Text, "1 of 4 tests passed")},
 		{"sample requests the children", res.Sample.ChildrenRequested == p.GroupSize},
@@ -108,7 +108,7 @@ func TestRefinementLengthCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := res.Refinement.Text
-		for _, want := range []string{task.Prompt, "runtime_error: 0/4 passed", "RecursionError: maximum recursion depth exceeded",
+		for _, want := range []string{strings.TrimSpace(task.Prompt), "runtime_error: 0/4 passed", "RecursionError: maximum recursion depth exceeded",
 			"def add(a, b):", "return add(a, b)", "bytes omitted"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("cap %d: prompt lost %q", capBytes, want)
@@ -139,7 +139,7 @@ func TestRefinementLengthCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(res.Refinement.Text, task.Prompt) || strings.Contains(res.Refinement.Text, "RecursionError") {
+	if !strings.Contains(res.Refinement.Text, strings.TrimSpace(task.Prompt)) || strings.Contains(res.Refinement.Text, "RecursionError") {
 		t.Error("oversized task: want the task alone")
 	}
 }
