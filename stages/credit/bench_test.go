@@ -91,23 +91,23 @@ func BenchmarkCore(b *testing.B) {
 				// CPU time of the process: with -cpu 1 this is the cost on one
 				// core even when the machine is shared.
 				b.ReportMetric(total/cpu, "nodes/cpu_s")
-				b.ReportMetric(sec*1e9/total/baseNsPerNode, "x_copy_baseline")
+				b.ReportMetric(cpu*1e9/total/baseNsPerNode, "x_copy_baseline")
 				b.ReportMetric(float64(nodes)/float64(len(trees)), "nodes/tree")
 			})
 		}
 	}
 }
 
-// measure returns the ns per call of f, run for at least 200ms.
+// measure returns the CPU ns per call of f, run for at least 300ms of CPU.
 func measure(f func()) float64 {
 	f()
 	n := 0
-	start := time.Now()
-	for time.Since(start) < 200*time.Millisecond {
+	start := cpuTime()
+	for cpuTime()-start < 300*time.Millisecond {
 		f()
 		n++
 	}
-	return float64(time.Since(start).Nanoseconds()) / float64(n)
+	return float64((cpuTime() - start).Nanoseconds()) / float64(n)
 }
 
 // cpuTime is the user+system CPU time of the process so far.

@@ -189,7 +189,7 @@ func (t *Tree) Add(s *topics.Sample) (bool, error) {
 	gi := parent.group
 	if gi < 0 {
 		gi = int32(len(t.groups))
-		t.groups = append(t.groups, group{id: s.GroupID, parent: -1, turn: s.Turn})
+		t.groups = append(t.groups, group{id: s.GroupID, parent: -1, turn: s.Turn, members: make([]int32, 0, s.GroupSize)})
 		parent.group = gi
 		t.ids[s.GroupID] = parent
 		t.deficit++ // its parent node has not arrived
@@ -206,7 +206,7 @@ func (t *Tree) Add(s *topics.Sample) (bool, error) {
 	child := self.group
 	if child < 0 && s.ChildrenRequested > 0 {
 		child = int32(len(t.groups))
-		t.groups = append(t.groups, group{id: s.NodeID, parent: -1, turn: s.Turn + 1})
+		t.groups = append(t.groups, group{id: s.NodeID, parent: -1, turn: s.Turn + 1, members: make([]int32, 0, s.ChildrenRequested)})
 		t.deficit++ // counted as parentless until linked below
 	}
 	if child >= 0 {
@@ -227,7 +227,7 @@ func (t *Tree) Add(s *topics.Sample) (bool, error) {
 // reserve sizes the tree for the largest tree s's spec allows, up to a
 // bound, so that assembly does not regrow its tables.
 func (t *Tree) reserve(s *topics.Sample) {
-	const bound = 1024
+	const bound = 256
 	est, width := 0, 1
 	for turn := 1; turn <= s.MaxTurns && est < bound; turn++ {
 		width *= max(1, s.TreeSpec.GroupSizeAt(turn))
