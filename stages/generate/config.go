@@ -1,0 +1,135 @@
+// Package generate is the generate stage: prompts → candidates (DESIGN §4).
+//
+// It consumes root prompts (topic prompts, from `murphy submit` or a
+// backfill) and refinement prompts (topic refinements, from govern) and
+// emits exactly GroupSize candidates per prompt, with node ids
+// topics.NodeID(tree, group, index), sampled from a policy.Policy. When the
+// policy fails after its retries, the missing children are still emitted,
+// marked infra.inference (or infra.context_overflow), so that every tree can
+// complete. Refinements are served before root prompts, and root prompts are
+// held back while the number of trees in flight is at its cap; see README.md.
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/murphy-rl/murphy/policy"
+)
+
+// Policy kinds.
+const (
+	PolicySimulated = "simulated"
+	PolicyOpenAI    = "openai"
+)
+
+// PolicyConfig selects and configures the policy.
+type PolicyConfig struct {
+	// Kind is "simulated" (not a model: demos and tests) or "openai" (an
+	// OpenAI-compatible inference server).
+	Kind string `yaml:"kind"`
+	// Simulated configures the simulated policy.
+	Simulated policy.SimulatedConfig `yaml:"simulated"`
+	// OpenAI configures the OpenAI-compatible policy.
+	OpenAI policy.OpenAIConfig `yaml:"openai"`
+}
+
+// Config configures the generate stage.
+type Config struct {
+	// Policy is the policy candidates are sampled from.
+	Policy PolicyConfig `yaml:"policy"`
+	// Concurrency is the number of prompts generated at once (root and
+	// refinement together). A free slot goes to a waiting refinement
+	// before a waiting root prompt.
+	Concurrency int `yaml:"concurrency"`
+	// MaxTreesInFlight caps the trees this process has started (root
+	// prompt generated) and not yet seen credited. Root prompts wait while
+	// the cap is reached; refinements never wait. 0 disables the cap.
+	MaxTreesInFlight int `yaml:"max_trees_in_flight"`
+	// TreeTTL releases a tree's slot when no completion was seen for it
+	// this long after its last prompt, so a lost credited record cannot
+	// hold the cap forever.
+	TreeTTL time.Duration `yaml:"tree_ttl"`
+	// TaskWait is how long a prompt waits for its task to appear in the
+	// task lookup before its children are emitted as infra.inference
+	// failures (only policies that need the task look it up).
+	TaskWait time.Duration `yaml:"task_wait"`
+	// InstanceID names this process in the consumer group of the credited
+	// topic, which every generate process reads whole to learn which trees
+	// completed. It must be unique per process and stable across restarts
+	// (a pod name); empty means the host name and process id.
+	InstanceID string `yaml:"instance_id"`
+}
+
+// DefaultConfig is the simulated policy with a cap of 256 trees in flight.
+func DefaultConfig() Config {
+	oa := policy.DefaultOpenAIConfig()
+	return Config{
+		Policy: PolicyConfig{
+			Kind:      PolicySimulated,
+			Simulated: policy.DefaultSimulatedConfig(),
+			OpenAI:    oa,
+		},
+		Concurrency:      16,
+		MaxTreesInFlight: 256,
+		TreeTTL:          30 * time.Minute,
+		TaskWait:         30 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	switch c.Policy.Kind {
+	case PolicySimulated:
+		if err := c.Policy.Simulated.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	case PolicyOpenAI:
+		if err := c.Policy.OpenAI.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("policy.kind must be %q or %q, got %q", PolicySimulated, PolicyOpenAI, c.Policy.Kind))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("concurrency must be >= 1, got %d", c.Concurrency))
+	}
+	if c.MaxTreesInFlight < 0 {
+		errs = append(errs, fmt.Errorf("max_trees_in_flight must be >= 0, got %d", c.MaxTreesInFlight))
+	}
+	if c.TreeTTL <= 0 {
+		errs = append(errs, fmt.Errorf("tree_ttl must be > 0, got %s", c.TreeTTL))
+	}
+	if c.TaskWait < 0 {
+		errs = append(errs, fmt.Errorf("task_wait must be >= 0, got %s", c.TaskWait))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("generate config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (c Config) instanceID() string {
+	if c.InstanceID != "" {
+		return c.InstanceID
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "host"
+	}
+	return fmt.Sprintf("%s-%d", h, os.Getpid())
+}
+
+// NewPolicy builds the policy cfg selects.
+func NewPolicy(cfg PolicyConfig) (policy.Policy, error) {
+	switch cfg.Kind {
+	case PolicySimulated:
+		return policy.NewSimulated(cfg.Simulated)
+	case PolicyOpenAI:
+		return policy.NewOpenAI(cfg.OpenAI)
+	}
+	return nil, fmt.Errorf("generate: unknown policy kind %q", cfg.Kind)
+}

@@ -1,0 +1,108 @@
+package generate
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/murphy-rl/murphy/openai"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the generate stage, all with the constant label stage=generate.
+type Metrics struct {
+	// Prompts counts prompts handled, by kind (root, refinement).
+	Prompts *prometheus.CounterVec
+	// PolicyCalls counts policy Generate calls (one per prompt).
+	PolicyCalls prometheus.Counter
+	// Samples counts candidates emitted, by result (ok or the infra cause);
+	// its rate is samples/s.
+	Samples *prometheus.CounterVec
+	// Tokens counts prompt and response tokens of emitted candidates; its
+	// rate is tokens/s.
+	Tokens *prometheus.CounterVec
+	// Latency is the time of one policy call (a whole group).
+	Latency prometheus.Histogram
+	// Requests counts HTTP attempts to the inference server, by endpoint
+	// and status code ("error" when no response came).
+	Requests *prometheus.CounterVec
+	// RequestLatency is the time of one HTTP attempt.
+	RequestLatency prometheus.Histogram
+	// Retries counts HTTP attempts that are retried, by error kind.
+	Retries *prometheus.CounterVec
+	// Failures counts failures by cause: infra causes of emitted
+	// candidates, and HTTP error kinds of requests that gave up.
+	Failures *prometheus.CounterVec
+	// InFlight is the number of prompts being generated now.
+	InFlight prometheus.Gauge
+	// TreesInFlight is the number of trees admitted and not yet completed.
+	TreesInFlight prometheus.Gauge
+	// HeldBack counts root prompts that waited for the tree cap.
+	HeldBack prometheus.Counter
+	// Completions counts credited trees that released a slot.
+	Completions prometheus.Counter
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	l := prometheus.Labels{"stage": "generate"}
+	m := &Metrics{
+		Prompts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_total",
+			Help: "Prompts handled, by kind.", ConstLabels: l}, []string{"kind"}),
+		PolicyCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_calls_total",
+			Help: "Policy calls (one per prompt).", ConstLabels: l}),
+		Samples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_samples_total",
+			Help: "Candidates emitted, by result (ok or infra cause).", ConstLabels: l}, []string{"result"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_tokens_total",
+			Help: "Tokens of emitted candidates, by kind (prompt, response).", ConstLabels: l}, []string{"kind"}),
+		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_policy_latency_seconds",
+			Help: "Latency of one policy call (a whole group).", ConstLabels: l,
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_http_requests_total",
+			Help: "HTTP attempts to the inference server, by endpoint and code.", ConstLabels: l}, []string{"endpoint", "code"}),
+		RequestLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_http_request_seconds",
+			Help: "Latency of one HTTP attempt.", ConstLabels: l, Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12)}),
+		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_retries_total",
+			Help: "HTTP attempts that were retried, by error kind.", ConstLabels: l}, []string{"kind"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_failures_total",
+			Help: "Failures by cause.", ConstLabels: l}, []string{"cause"}),
+		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_in_flight",
+			Help: "Prompts being generated now.", ConstLabels: l}),
+		TreesInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_trees_in_flight",
+			Help: "Trees admitted and not yet completed.", ConstLabels: l}),
+		HeldBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_total",
+			Help: "Root prompts that waited for the cap on trees in flight.", ConstLabels: l}),
+		Completions: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_tree_completions_total",
+			Help: "Credited trees that released a slot.", ConstLabels: l}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Prompts, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
+			m.RequestLatency, m.Retries, m.Failures, m.InFlight, m.TreesInFlight, m.HeldBack, m.Completions} {
+			reg.MustRegister(c)
+		}
+	}
+	return m
+}
+
+// ObserveAttempt records one HTTP attempt of an openai.Client.
+func (m *Metrics) ObserveAttempt(a openai.Attempt) {
+	code := "error"
+	if a.Status != 0 {
+		code = strconv.Itoa(a.Status)
+	}
+	m.Requests.WithLabelValues(a.Endpoint, code).Inc()
+	m.RequestLatency.Observe(a.Duration.Seconds())
+	if a.Err == nil {
+		return
+	}
+	if a.Wait > 0 {
+		m.Retries.WithLabelValues(string(a.Err.Kind)).Inc()
+	} else {
+		m.Failures.WithLabelValues("http." + string(a.Err.Kind)).Inc()
+	}
+}
+
+func (m *Metrics) observeCall(d time.Duration) {
+	m.PolicyCalls.Inc()
+	m.Latency.Observe(d.Seconds())
+}

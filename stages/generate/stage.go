@@ -1,0 +1,322 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/murphy-rl/murphy/openai"
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TaskLookup finds a task by id. The stage asks it only when the policy
+// needs the task (the simulated policy samples from the reference).
+type TaskLookup interface {
+	Task(ctx context.Context, taskID string) (*topics.Task, error)
+}
+
+// LookupFunc adapts a function to TaskLookup.
+type LookupFunc func(ctx context.Context, taskID string) (*topics.Task, error)
+
+// Task implements TaskLookup.
+func (f LookupFunc) Task(ctx context.Context, taskID string) (*topics.Task, error) {
+	return f(ctx, taskID)
+}
+
+// ErrTaskNotFound is returned by StaticLookup for an unknown task id.
+var ErrTaskNotFound = errors.New("task not found")
+
+// StaticLookup serves a fixed task set (the built-in tasks of `murphy run`,
+// tests).
+func StaticLookup(tasks []topics.Task) TaskLookup {
+	m := make(map[string]*topics.Task, len(tasks))
+	for i := range tasks {
+		m[tasks[i].TaskID] = &tasks[i]
+	}
+	return LookupFunc(func(_ context.Context, id string) (*topics.Task, error) {
+		if t, ok := m[id]; ok {
+			return t, nil
+		}
+		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
+	})
+}
+
+// RecordLookup decodes tasks from a key-value view of the compacted tasks
+// topic (such as a table's Get), which returns the latest value of a key.
+func RecordLookup(get func(ctx context.Context, key string) ([]byte, error)) TaskLookup {
+	return LookupFunc(func(ctx context.Context, id string) (*topics.Task, error) {
+		b, err := get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
+		}
+		var t topics.Task
+		if err := topics.Decode(b, &t); err != nil {
+			return nil, fmt.Errorf("task %q: %w", id, err)
+		}
+		return &t, nil
+	})
+}
+
+// Stage is the generate stage.
+type Stage struct {
+	cfg      Config
+	pol      policy.Policy
+	lookup   TaskLookup
+	cat      topics.Catalog
+	m        *Metrics
+	slots    *slots
+	adm      *admission
+	now      func() time.Time
+	instance string
+}
+
+// New builds the policy cfg.Policy selects and the stage around it.
+func New(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pol, err := NewPolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return NewStage(cfg, pol, lookup, cat, reg)
+}
+
+// NewStage builds the stage around pol; cfg.Policy is ignored. lookup may
+// be nil when pol does not need tasks. Metrics are registered on reg (nil:
+// not registered).
+func NewStage(cfg Config, pol policy.Policy, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+	if pol == nil {
+		return nil, errors.New("generate: no policy")
+	}
+	cfg.Policy.Kind = PolicySimulated // the policy is given; do not validate its config
+	cfg.Policy.Simulated = policy.DefaultSimulatedConfig()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pol.NeedsTask() && lookup == nil {
+		return nil, fmt.Errorf("generate: policy %s needs a task lookup", pol.Name())
+	}
+	if err := cat.Validate(); err != nil {
+		return nil, err
+	}
+	m := NewMetrics(reg)
+	if o, ok := pol.(interface{ ObserveAttempts(func(openai.Attempt)) }); ok {
+		o.ObserveAttempts(m.ObserveAttempt)
+	}
+	s := &Stage{cfg: cfg, pol: pol, lookup: lookup, cat: cat, m: m, slots: newSlots(cfg.Concurrency),
+		now: time.Now, instance: cfg.instanceID()}
+	s.adm = newAdmission(cfg.MaxTreesInFlight, cfg.TreeTTL, func() time.Time { return s.now() },
+		func(n int) { m.TreesInFlight.Set(float64(n)) })
+	return s, nil
+}
+
+// Metrics returns the stage's metrics.
+func (s *Stage) Metrics() *Metrics { return s.m }
+
+// Policy returns the stage's policy.
+func (s *Stage) Policy() policy.Policy { return s.pol }
+
+// TreesInFlight is the number of trees admitted and not yet completed.
+func (s *Stage) TreesInFlight() int { return s.adm.size() }
+
+// Specs are the runtime stages of generate:
+//
+//   - "generate" consumes root prompts; a new tree waits while the cap on
+//     trees in flight is reached;
+//   - "generate-refinements" consumes refinement prompts, never held back
+//     and served first when prompts compete for a generation slot;
+//   - "generate-completions-<instance>" (only with a cap) reads the
+//     credited topic's keys to learn which trees completed. Its consumer
+//     group is this process's own, so every process sees every completion.
+func (s *Stage) Specs() []pipeline.Stage {
+	specs := []pipeline.Stage{
+		{Name: "generate", Inputs: []string{s.cat.Topic(topics.Prompts)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
+		{Name: "generate-refinements", Inputs: []string{s.cat.Topic(topics.Refinements)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
+	}
+	if s.cfg.MaxTreesInFlight > 0 {
+		specs = append(specs, pipeline.Stage{Name: "generate-completions-" + s.instance,
+			Inputs: []string{s.cat.Topic(topics.Credited)}, Handler: s.HandleCompletion})
+	}
+	return specs
+}
+
+// HandleCompletion releases the slot of the tree a credited record names
+// (its key); the value is not read.
+func (s *Stage) HandleCompletion(_ context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+	s.TreeDone(string(rec.Key))
+	return nil, nil
+}
+
+// TreeDone releases the slot of a completed tree; unknown trees are ignored.
+func (s *Stage) TreeDone(treeID string) {
+	if s.adm.done(treeID) {
+		s.m.Completions.Inc()
+	}
+}
+
+// HandlePrompt handles one prompt record (root or refinement): it emits
+// exactly GroupSize candidates keyed by tree id.
+func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+	var p topics.Prompt
+	if err := topics.Decode(rec.Value, &p); err != nil {
+		return nil, pipeline.Poison(reason(err), err)
+	}
+	prio, kind := prioRoot, "root"
+	if p.ParentID != "" {
+		prio, kind = prioRefinement, "refinement"
+		s.adm.touch(p.TreeID)
+	} else if err := s.admit(ctx, p.TreeID); err != nil {
+		return nil, err
+	}
+	if err := s.slots.acquire(ctx, prio); err != nil {
+		return nil, err
+	}
+	s.m.InFlight.Inc()
+	cands, err := s.Generate(ctx, &p)
+	s.m.InFlight.Dec()
+	s.slots.release()
+	if err != nil {
+		return nil, err
+	}
+	s.m.Prompts.WithLabelValues(kind).Inc()
+	outs := make([]pipeline.Out, 0, len(cands))
+	topic := s.cat.Topic(topics.Candidates)
+	for _, c := range cands {
+		b, err := topics.Encode(c)
+		if err != nil {
+			// A response the contract cannot carry (too large, token
+			// columns out of shape) is the inference's failure, not the
+			// tree's: the child still exists.
+			markInfra(c, topics.InfraInference, fmt.Errorf("candidate not encodable: %w", err))
+			if b, err = topics.Encode(c); err != nil {
+				return nil, fmt.Errorf("generate: encode candidate %s: %w", c.NodeID, err)
+			}
+		}
+		outs = append(outs, pipeline.Out{Topic: topic, Key: c.TreeID, Value: b})
+		s.count(c)
+	}
+	return outs, nil
+}
+
+func (s *Stage) admit(ctx context.Context, tree string) error {
+	return s.adm.admit(ctx, tree, s.m.HeldBack.Inc)
+}
+
+func (s *Stage) count(c *topics.Candidate) {
+	result := "ok"
+	if c.InfraCause != "" {
+		result = c.InfraCause
+		s.m.Failures.WithLabelValues(c.InfraCause).Inc()
+	}
+	s.m.Samples.WithLabelValues(result).Inc()
+	s.m.Tokens.WithLabelValues("prompt").Add(float64(len(c.PromptTokenIDs)))
+	s.m.Tokens.WithLabelValues("response").Add(float64(len(c.ResponseTokenIDs)))
+}
+
+func reason(err error) string {
+	var te *topics.Error
+	if errors.As(err, &te) {
+		return te.Reason()
+	}
+	return "malformed"
+}
+
+// Generate samples the children of prompt p: exactly p.GroupSize
+// candidates with node ids topics.NodeID(tree, group, i). Children the
+// policy could not produce are marked infra.inference or
+// infra.context_overflow with the error. It returns an error only when ctx
+// ends (the prompt must then be processed again, not marked failed).
+func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candidate, error) {
+	ids := make([]string, p.GroupSize)
+	for i := range ids {
+		ids[i] = topics.NodeID(p.TreeID, p.GroupID, i)
+	}
+	req := policy.Request{Prompt: p, NodeIDs: ids}
+	var samples []policy.Sample
+	var perr error
+	if s.pol.NeedsTask() {
+		req.Task, perr = s.task(ctx, p.TaskID)
+	}
+	if perr == nil {
+		start := time.Now()
+		samples, perr = s.pol.Generate(ctx, req)
+		s.m.observeCall(time.Since(start))
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if perr == nil && len(samples) < len(ids) {
+		perr = fmt.Errorf("policy %s returned %d of %d samples", s.pol.Name(), len(samples), len(ids))
+	}
+	cause := topics.InfraInference
+	if errors.Is(perr, policy.ErrContextOverflow) {
+		cause = topics.InfraContextOverflow
+	}
+	now := s.now().UTC()
+	out := make([]*topics.Candidate, len(ids))
+	for i, id := range ids {
+		c := &topics.Candidate{
+			SchemaVersion: topics.SchemaVersion, TreeSpec: p.TreeSpec,
+			TreeID: p.TreeID, TaskID: p.TaskID, NodeID: id, ParentID: p.ParentID, GroupID: p.GroupID,
+			Turn: p.Turn, Index: i, GroupSize: p.GroupSize,
+			PromptText: p.Text, PromptTokenIDs: p.TokenIDs,
+			ResponseTokenIDs: []int32{}, ResponseLogprobs: []float32{},
+			Policy: s.pol.Name(), PolicyVersion: s.pol.Version(), GeneratedAt: now,
+		}
+		if i < len(samples) {
+			smp := samples[i]
+			c.ResponseText, c.Code, c.FinishReason = smp.Text, smp.Code, smp.FinishReason
+			if smp.PromptTokenIDs != nil {
+				c.PromptTokenIDs = smp.PromptTokenIDs
+			}
+			if smp.TokenIDs != nil {
+				c.ResponseTokenIDs = smp.TokenIDs
+			}
+			if smp.Logprobs != nil && len(smp.Logprobs) == len(c.ResponseTokenIDs) {
+				c.ResponseLogprobs = smp.Logprobs
+			}
+		} else {
+			markInfra(c, cause, perr)
+		}
+		if c.PromptTokenIDs == nil {
+			c.PromptTokenIDs = []int32{}
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+func markInfra(c *topics.Candidate, cause string, err error) {
+	c.InfraCause = cause
+	c.InfraError = err.Error()
+	c.ResponseText, c.Code, c.FinishReason = "", "", "error"
+	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds = []int32{}, []float32{}, nil
+}
+
+// task looks the task up, polling for up to TaskWait while it is missing
+// (tasks are published before prompts, but a lookup may lag behind).
+func (s *Stage) task(ctx context.Context, id string) (*topics.Task, error) {
+	deadline := time.Now().Add(s.cfg.TaskWait)
+	for {
+		t, err := s.lookup.Task(ctx, id)
+		if err == nil {
+			return t, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("task %q: %w", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
