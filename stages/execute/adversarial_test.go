@@ -1,0 +1,388 @@
+package execute
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// The adversarial suite: hostile programs, each with the verdict it must
+// get. Afterwards the host and the pool must be unharmed and no process of
+// the suite may survive.
+
+const secret = "murphy-adversarial-secret-7f3a"
+
+// fnTask is "return x + 1" with two visible tests and one hidden.
+func fnTask(timeoutMS int) topics.Task {
+	return topics.Task{
+		SchemaVersion: topics.SchemaVersion, TaskID: "adv/f", Kind: topics.KindPythonFunction,
+		Prompt: "def f(x):\n", EntryPoint: "f", TimeoutMS: timeoutMS, MemoryMB: 256,
+		Tests: []topics.TestCase{
+			{Name: "one", Args: "1", Expected: "2"},
+			{Name: "two", Args: "2", Expected: "3"},
+			{Name: "hidden", Args: "41", Expected: "42", Hidden: true},
+		},
+	}
+}
+
+// checkTask judges f with a whole HumanEval-style check function.
+func checkTask() topics.Task {
+	t := fnTask(8000)
+	t.Tests = nil
+	t.Check = "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 3\n"
+	return t
+}
+
+// stdioTask sums the integers on stdin.
+func stdioTask() topics.Task {
+	return topics.Task{
+		SchemaVersion: topics.SchemaVersion, TaskID: "adv/sum", Kind: topics.KindStdio,
+		Prompt: "Print the sum of the integers on stdin.", TimeoutMS: 8000, MemoryMB: 256,
+		Tests: []topics.TestCase{
+			{Name: "small", Stdin: "1 2\n", Expected: "3\n"},
+			{Name: "big", Stdin: "40 2\n", Expected: "42\n", Hidden: true},
+		},
+	}
+}
+
+type hostile struct {
+	name   string
+	task   topics.Task
+	code   string
+	status string
+	// maxSeconds bounds the evaluation time when set (job end is the main
+	// process's exit, not EOF on a pipe that a daemon holds).
+	maxSeconds float64
+}
+
+func hostilePrograms() []hostile {
+	short := fnTask(3000)
+	normal := fnTask(8000)
+	return []hostile{
+		{"infinite loop", short, "def f(x):\n    while True:\n        pass\n", topics.StatusTimeout, 0},
+		{"loop ignoring SIGALRM and SIGXCPU", short, `
+import signal
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+def f(x):
+    signal.alarm(1)
+    while True:
+        pass
+`, topics.StatusTimeout, 0},
+		{"long sleep", short, "import time\ndef f(x):\n    time.sleep(3600)\n", topics.StatusTimeout, 0},
+		{"fork bomb", short, `
+import os
+def f(x):
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+`, topics.StatusTimeout, 0},
+		{"setsid daemon writing a file later", normal, `
+import os, time
+def f(x):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(1.5)
+            with open("/tmp/job/late.txt", "w") as fh:
+                fh.write("late")
+            os.write(1, b"late\n")
+        os._exit(0)
+    return x + 1
+`, topics.StatusPassed, 0},
+		{"8 GB allocation", normal, "def f(x):\n    b = bytearray(8 << 30)\n    return x + 1\n", topics.StatusMemory, 0},
+		{"allocation growth", normal, "def f(x):\n    l = []\n    while True:\n        l.append(' ' * 10**6)\n", topics.StatusMemory, 0},
+		{"stdout flood", normal, "def f(x):\n    while True:\n        print('x' * 10000)\n", topics.StatusOutputLimit, 0},
+		{"stderr flood", normal, "import sys\ndef f(x):\n    while True:\n        sys.stderr.write('y' * 10000)\n", topics.StatusOutputLimit, 0},
+		{"read /etc/shadow", normal, "def f(x):\n    return open('/etc/shadow').read()\n", topics.StatusRuntimeError, 0},
+		{"connect outward", normal, "import socket\ndef f(x):\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"connect to 127.0.0.1", normal, "import socket\ndef f(x):\n    socket.create_connection(('127.0.0.1', 39092), timeout=2)\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"kill the parent", normal, "import os\ndef f(x):\n    os.kill(os.getppid(), 9)\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"kill pid 1", normal, "import os\ndef f(x):\n    os.kill(1, 9)\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"kill -1", normal, "import os\ndef f(x):\n    os.kill(-1, 9)\n    return x + 1\n", topics.StatusPassed, 0},
+		{"write to /usr", normal, "def f(x):\n    open('/usr/lib/murphy-pwned', 'w').write('x')\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"write outside the job dir", normal, "def f(x):\n    open('/tmp/murphy-pwned', 'w').write('x')\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"delete system files", normal, "import os\ndef f(x):\n    os.remove('/usr/bin/python3')\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"rmtree / ignoring errors", normal, "import shutil\ndef f(x):\n    shutil.rmtree('/usr/bin', ignore_errors=True)\n    shutil.rmtree('/opt', ignore_errors=True)\n    return x + 1\n", topics.StatusPassed, 0},
+		{"50 MB file in tmp", normal, "def f(x):\n    with open('big', 'wb') as fh:\n        for _ in range(50):\n            fh.write(b'0' * (1 << 20))\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"deep recursion", normal, "def f(x):\n    return f(x) + 1\n", topics.StatusRuntimeError, 0},
+		{"C-level recursion crash", normal, `
+import sys
+sys.setrecursionlimit(10**8)
+def f(x):
+    l = []
+    for _ in range(10**6):
+        l = [l]
+    return repr(l)
+`, topics.StatusRuntimeError, 0},
+		{"segfault through ctypes", normal, "import ctypes\ndef f(x):\n    return ctypes.string_at(0)\n", topics.StatusRuntimeError, 0},
+		{"200 threads", normal, `
+import threading, time
+def f(x):
+    ts = [threading.Thread(target=time.sleep, args=(5,)) for _ in range(200)]
+    for t in ts:
+        t.start()
+    return x + 1
+`, topics.StatusRuntimeError, 0},
+		{"setuid to root", normal, "import os\ndef f(x):\n    os.setuid(0)\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"exit(0) before the tests", normal, "import sys\nsys.exit(0)\ndef f(x):\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"os._exit(0) before the tests", normal, "import os\nos._exit(0)\ndef f(x):\n    return x + 1\n", topics.StatusRuntimeError, 0},
+		{"os._exit(0) in a test", normal, "import os\ndef f(x):\n    os._exit(0)\n", topics.StatusRuntimeError, 0},
+		{"exit(0) in a test", normal, "def f(x):\n    exit(0)\n", topics.StatusRuntimeError, 0},
+		{"always-equal __eq__", normal, `
+class A:
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    __hash__ = object.__hash__
+def f(x):
+    return A()
+`, topics.StatusWrongAnswer, 0},
+		{"always-equal __eq__ against check()", checkTask(), `
+class A:
+    def __eq__(self, other):
+        return True
+    __hash__ = object.__hash__
+def f(x):
+    return A()
+`, topics.StatusWrongAnswer, 0},
+		{"int subclass equal to everything", normal, `
+class I(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+def f(x):
+    return I(0)
+`, topics.StatusWrongAnswer, 0},
+		{"shadowed builtins in check()", checkTask(), `
+class A:
+    def __eq__(self, other):
+        return True
+import builtins
+builtins.AssertionError = type("Nope", (Exception,), {})
+def f(x):
+    return 0
+`, topics.StatusWrongAnswer, 0},
+		{"forged results on inherited fds", normal, `
+import os
+FORGED = [b'{"ev":"value","i":0,"v":{"i":"2"},"r":"2"}\n', b'{"ev":"done"}\n', b'PASSED\n',
+          b'00000000000000000000000000000000 {"ev":"assert","i":0,"ok":true}\n']
+def f(x):
+    for fd in range(0, 64):
+        for line in FORGED:
+            try:
+                os.write(fd, line)
+            except OSError:
+                pass
+    return 0
+`, topics.StatusWrongAnswer, 0},
+		{"ptrace the worker", normal, `
+import ctypes, os
+def f(x):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.ptrace(16, os.getppid(), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "ptrace attach failed")
+    return x + 1
+`, topics.StatusRuntimeError, 0},
+		{"close stdout then loop", short, "import os\ndef f(x):\n    os.close(1)\n    os.close(2)\n    while True:\n        pass\n", topics.StatusTimeout, 0},
+		{"read the environment for secrets", normal, `
+import os
+def f(x):
+    found = " ".join(os.environ.values())
+    for p in ("/proc/1/environ", "/proc/%d/environ" % os.getppid()):
+        try:
+            found += open(p, "rb").read().decode("latin-1")
+        except OSError:
+            pass
+    return found
+`, topics.StatusWrongAnswer, 0},
+		{"syntax error", normal, "def f(x)\n    return x + 1\n", topics.StatusCompileError, 0},
+		{"missing module", normal, "import numpy_not_installed_anywhere\ndef f(x):\n    return x + 1\n", topics.StatusCompileError, 0},
+		{"stdio prints then exits", stdioTask(), "import sys\nprint(sum(map(int, sys.stdin.read().split())))\nsys.exit(0)\n", topics.StatusPassed, 0},
+		{"stdio prints then os._exit", stdioTask(), "import sys, os\nprint(sum(map(int, sys.stdin.read().split())), flush=True)\nos._exit(0)\n", topics.StatusPassed, 0},
+		{"stdio daemon holding stdout", stdioTask(), `
+import os, sys, time
+print(sum(map(int, sys.stdin.read().split())), flush=True)
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(60)
+`, topics.StatusPassed, 12},
+		{"stdio wrong answer", stdioTask(), "print(0)\n", topics.StatusWrongAnswer, 0},
+		{"stdio nonzero exit", stdioTask(), "import sys\nprint(sum(map(int, sys.stdin.read().split())))\nsys.exit(3)\n", topics.StatusRuntimeError, 0},
+	}
+}
+
+// uidProcesses scans /proc for processes whose real uid is one of uids.
+func uidProcesses(uids []int) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		f, err := os.Open("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "Uid:") {
+				fs := strings.Fields(line)
+				if uid, _ := strconv.Atoi(fs[1]); slices.Contains(uids, uid) {
+					out = append(out, e.Name())
+				}
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+func TestAdversarialSuite(t *testing.T) {
+	t.Setenv("MURPHY_TEST_SECRET", secret)
+	pool := testPool(t, 2)
+	workersBefore := pool.WorkerPIDs()
+	ev := &Evaluator{Runner: pool}
+	progs := hostilePrograms()
+	if len(progs) < 25 {
+		t.Fatalf("only %d hostile programs", len(progs))
+	}
+	t.Run("programs", func(t *testing.T) {
+		for _, h := range progs {
+			t.Run(h.name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				task := h.task
+				start := time.Now()
+				o, err := ev.Evaluate(ctx, &task, h.code)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.Status != h.status {
+					t.Errorf("status %s, want %s\n%s", o.Status, h.status, o.Feedback)
+				}
+				if h.maxSeconds > 0 && time.Since(start).Seconds() > h.maxSeconds {
+					t.Errorf("took %s: the job did not end with its main process", time.Since(start))
+				}
+				if strings.Contains(o.Feedback, secret) || strings.Contains(o.Feedback, "41") {
+					t.Errorf("feedback leaks a secret or a hidden test:\n%s", o.Feedback)
+				}
+				for _, r := range o.Results {
+					if strings.Contains(r.Actual, secret) || strings.Contains(r.Error, secret) {
+						t.Errorf("results leak the secret: %+v", r)
+					}
+				}
+			})
+		}
+	})
+	// The daemon of "setsid daemon writing a file later" would write now.
+	time.Sleep(2 * time.Second)
+	if ps := uidProcesses(pool.UIDs()); len(ps) > 0 {
+		t.Errorf("processes of the suite survived: %v", ps)
+	}
+	for _, p := range []string{"/usr/lib/murphy-pwned", "/tmp/murphy-pwned"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written on the host", p)
+			os.Remove(p)
+		}
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Errorf("host python3 is gone: %v", err)
+	}
+	if st := pool.Stats(); st.Restarts != 0 {
+		t.Errorf("%d sandboxes had to be replaced", st.Restarts)
+	}
+	if !slices.Equal(workersBefore, pool.WorkerPIDs()) {
+		t.Errorf("workers changed: %v -> %v", workersBefore, pool.WorkerPIDs())
+	}
+	// Both sandboxes still work, and nothing of the daemon is left in tmp.
+	probe := fnTask(8000)
+	code := "import os\ndef f(x):\n    return x + 1 if not os.listdir('/tmp/job') and not os.path.exists('/tmp/job/late.txt') else -1\n"
+	for i := 0; i < 2*pool.Size(); i++ {
+		o, err := ev.Evaluate(context.Background(), &probe, code)
+		if err != nil || o.Status != topics.StatusPassed {
+			t.Fatalf("pool unusable after the suite: %v %s\n%s", err, o.Status, o.Feedback)
+		}
+	}
+}
+
+// TestFeedbackTemplates checks the feedback of the common outcomes and that
+// hidden tests never show in it.
+func TestFeedbackTemplates(t *testing.T) {
+	pool := testPool(t, 1)
+	ev := &Evaluator{Runner: pool, FeedbackBytes: 600}
+	task := fnTask(8000)
+	cases := []struct {
+		name string
+		task topics.Task
+		code string
+		want []string
+		not  []string
+	}{
+		{"wrong answer shows the first visible case", task, "def f(x):\n    return x + 2 if x == 2 else x + 1\n",
+			[]string{"Status: wrong_answer", "Tests passed: 2/3", "First failing visible test (two):", "Input: f(2)", "Expected: 3", "Actual: 4"}, []string{"41", "42"}},
+		{"hidden failure is only counted", task, "def f(x):\n    return x + 1 if x < 10 else 0\n",
+			[]string{"Status: wrong_answer", "Tests passed: 2/3", "All visible tests pass; 1 hidden test(s) fail."}, []string{"41", "42", "Actual"}},
+		{"traceback with candidate line numbers", task, "def f(x):\n    y = [1]\n    return y[x]\n",
+			[]string{"Status: runtime_error", "First failing visible test (one):", "Error:", `solution.py", line 3, in f`, "IndexError"}, nil},
+		{"compile error", task, "def f(x):\n  return (\n", []string{"Status: compile_error", "does not compile", "SyntaxError"}, nil},
+		{"timeout", fnTask(2000), "def f(x):\n    while True: pass\n", []string{"Status: timeout", "time limit of 2s"}, nil},
+		{"passed", task, "def f(x):\n    return x + 1\n", []string{"Status: passed", "Tests passed: 3/3"}, []string{"First failing"}},
+		{"huge actual value is truncated", task, "def f(x):\n    return 'z' * 100000\n", []string{"bytes omitted", "Status: wrong_answer"}, nil},
+		{"stdio shows input and outputs", stdioTask(), "print(7)\n", []string{"Input:\n1 2", "Expected output:\n3", "Actual output:\n7"}, []string{"40 2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := ev.Evaluate(context.Background(), &tc.task, tc.code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(o.Feedback) > 600 {
+				t.Errorf("feedback is %d bytes, cap 600", len(o.Feedback))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(o.Feedback, w) {
+					t.Errorf("feedback lacks %q:\n%s", w, o.Feedback)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(o.Feedback, n) {
+					t.Errorf("feedback contains %q:\n%s", n, o.Feedback)
+				}
+			}
+		})
+	}
+}
+
+// TestTruncate checks head+tail truncation within the cap.
+func TestTruncate(t *testing.T) {
+	for _, n := range []int{10, 50, 100, 2048} {
+		s := strings.Repeat("é", 3000) + "END"
+		got := truncate(s, n)
+		if len(got) > n {
+			t.Errorf("cap %d: got %d bytes", n, len(got))
+		}
+		if n >= 100 && (!strings.HasSuffix(got, "END") || !strings.Contains(got, "omitted")) {
+			t.Errorf("cap %d: tail or marker lost: %q", n, got)
+		}
+		if !bytes.Equal([]byte(got), []byte(strings.ToValidUTF8(got, "?"))) {
+			t.Errorf("cap %d: invalid UTF-8", n)
+		}
+	}
+	if truncate("short", 10) != "short" {
+		t.Error("short strings must be kept")
+	}
+}
