@@ -570,7 +570,7 @@ def run_function(emit, payload):
                     except NotPlain as e:
                         emit({"ev": "expect", "i": i, "bad": _str(e)})
                 g["__murphy_args__"] = args_of
-                a, k = eval(compile("__murphy_args__(" + t["args"] + "\n)", "<test %d>" % i, "eval"), g)
+                a, k = eval(compile("__murphy_args__(" + t["args"] + "\n)", "<test>", "eval"), g)
                 rv = fn(*a, **k)
                 try:
                     enc = encode(rv)
@@ -602,16 +602,16 @@ def run_function(emit, payload):
 
 
 def run_assert(text, g, i):
-    tree = ast.parse(text.strip(), "<test %d>" % i, "exec")
+    tree = ast.parse(text.strip(), "<test>", "exec")
     if len(tree.body) == 1 and _isinstance(tree.body[0], ast.Assert):
         expr = ast.Expression(tree.body[0].test)
     elif len(tree.body) == 1 and _isinstance(tree.body[0], ast.Expr):
         expr = ast.Expression(tree.body[0].value)
     else:
-        exec(compile(tree, "<test %d>" % i, "exec"), g)
+        exec(compile(tree, "<test>", "exec"), g)
         return True
     ast.fix_missing_locations(expr)
-    v = eval(compile(expr, "<test %d>" % i, "eval"), g)
+    v = eval(compile(expr, "<test>", "eval"), g)
     if v is True:
         return True
     if v is False or v is None:

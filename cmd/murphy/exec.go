@@ -1,15 +1,287 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
+	json "github.com/goccy/go-json"
 	"github.com/spf13/cobra"
+
+	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages/execute"
+	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/topics"
 )
 
+// execOptions are the flags of `murphy exec`.
+type execOptions struct {
+	tasks         string
+	format        string
+	solutions     string
+	reference     bool
+	workers       int
+	feedbackBytes int
+	timeout       time.Duration
+	memoryMB      int
+}
+
 func newExecCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "exec",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("exec: not built yet") },
+	var o execOptions
+	cmd := &cobra.Command{
+		Use:   "exec --tasks FILE [--format humaneval|mbpp|stdio|native] (--solutions FILE | --reference)",
+		Short: "Evaluate programs against tasks in the sandbox pool, without Kafka",
+		Long: `Evaluate a JSONL of solutions, or the tasks' own reference solutions, in the
+sandbox pool and print one JSON result per solution, in input order, then a
+summary line.
+
+A solution line is {"task_id", "solution"} (a whole program) or
+{"task_id", "completion"} (text appended to the task's prompt, the HumanEval
+convention). Broken lines and unknown task ids are reported on stderr and
+skipped. A result line is {"line", "task_id", "status", "passed", "total",
+"pass_rate", "feedback", "duration_ms"}; the summary line is
+{"summary": {"solutions", "passed", "pass_at_1", "mean_pass_rate",
+"statuses", "skipped", "duration_ms"}}.
+
+Needs root and bubblewrap (apt-get install -y bubblewrap).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (o.solutions == "") == !o.reference {
+				return errors.New("exec: give exactly one of --solutions FILE and --reference")
+			}
+			if o.tasks == "" {
+				return errors.New("exec: --tasks FILE is required")
+			}
+			return runExec(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
+	def := sandbox.DefaultLimits()
+	f := cmd.Flags()
+	f.StringVar(&o.tasks, "tasks", "", "task file (JSONL, JSON array, optionally gzipped)")
+	f.StringVar(&o.format, "format", "", "task format: "+strings.Join(tasks.Formats(), "|")+" (default: detect)")
+	f.StringVar(&o.solutions, "solutions", "", "JSONL of {task_id, solution|completion}")
+	f.BoolVar(&o.reference, "reference", false, "evaluate each task's reference solution")
+	f.IntVar(&o.workers, "workers", 0, "warm sandboxes (0 = one per CPU)")
+	f.IntVar(&o.feedbackBytes, "feedback-bytes", execute.DefaultFeedbackBytes, "feedback cap in bytes (head+tail truncation)")
+	f.DurationVar(&o.timeout, "timeout", def.Wall, "default wall and CPU limit per run (a task's timeout_ms wins)")
+	f.IntVar(&o.memoryMB, "memory-mb", def.MemoryMB, "default address-space budget per run in MB (a task's memory_mb wins)")
+	return cmd
+}
+
+type solution struct {
+	line   int
+	taskID string
+	code   string
+}
+
+type execResult struct {
+	Line       int     `json:"line"`
+	TaskID     string  `json:"task_id"`
+	Status     string  `json:"status"`
+	Passed     int     `json:"passed"`
+	Total      int     `json:"total"`
+	PassRate   float64 `json:"pass_rate"`
+	Feedback   string  `json:"feedback"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+type execSummary struct {
+	Solutions    int            `json:"solutions"`
+	Passed       int            `json:"passed"`
+	PassAt1      float64        `json:"pass_at_1"`
+	MeanPassRate float64        `json:"mean_pass_rate"`
+	Statuses     map[string]int `json:"statuses"`
+	Skipped      int            `json:"skipped"`
+	DurationMS   int64          `json:"duration_ms"`
+}
+
+func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error {
+	start := time.Now()
+	ts, lerrs, err := tasks.Load(o.tasks, o.format)
+	if err != nil {
+		return err
+	}
+	for _, le := range lerrs {
+		fmt.Fprintf(stderr, "murphy exec: %s: %v\n", o.tasks, &le)
+	}
+	if len(ts) == 0 {
+		return fmt.Errorf("exec: no usable task in %s", o.tasks)
+	}
+	byID := make(map[string]*topics.Task, len(ts))
+	for i := range ts {
+		byID[ts[i].TaskID] = &ts[i]
+	}
+	var sols []solution
+	skipped := 0
+	if o.reference {
+		for i, t := range ts {
+			if t.Reference == "" {
+				fmt.Fprintf(stderr, "murphy exec: task %s has no reference solution\n", t.TaskID)
+				skipped++
+				continue
+			}
+			sols = append(sols, solution{line: i + 1, taskID: t.TaskID, code: t.Reference})
+		}
+	} else {
+		var bad int
+		sols, bad, err = readSolutions(o.solutions, byID, stderr)
+		if err != nil {
+			return err
+		}
+		skipped += bad
+	}
+
+	cfg := sandbox.DefaultConfig()
+	cfg.Workers = o.workers
+	cfg.Limits.Wall, cfg.Limits.CPU, cfg.Limits.MemoryMB = o.timeout, o.timeout, o.memoryMB
+	pool, err := sandbox.NewPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ev := &execute.Evaluator{Runner: pool, FeedbackBytes: o.feedbackBytes, StdioMaxTimeouts: 2}
+
+	results := make([]*execResult, len(sols))
+	ready := make(chan int, len(sols))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var evalErr error
+	var once sync.Once
+	for range pool.Size() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				s := sols[i]
+				out, err := ev.Evaluate(ctx, byID[s.taskID], s.code)
+				if err != nil {
+					once.Do(func() { evalErr = err })
+					ready <- -1
+					continue
+				}
+				results[i] = &execResult{Line: s.line, TaskID: s.taskID, Status: out.Status, Passed: out.TestsPassed,
+					Total: out.TestsTotal, PassRate: out.PassRate, Feedback: out.Feedback, DurationMS: out.Duration.Milliseconds()}
+				ready <- i
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range sols {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	// Print in input order as results arrive.
+	w := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(w)
+	sum := execSummary{Statuses: map[string]int{}, Skipped: skipped}
+	printed := 0
+collect:
+	for range sols {
+		select {
+		case i := <-ready:
+			if i < 0 {
+				break collect
+			}
+		case <-ctx.Done():
+			break collect
+		}
+		for printed < len(sols) && results[printed] != nil {
+			r := results[printed]
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			sum.Solutions++
+			sum.Statuses[r.Status]++
+			sum.MeanPassRate += r.PassRate
+			if r.Status == topics.StatusPassed {
+				sum.Passed++
+			}
+			printed++
+		}
+		_ = w.Flush()
+	}
+	wg.Wait()
+	_ = w.Flush()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if evalErr != nil {
+		return fmt.Errorf("exec: %w", evalErr)
+	}
+	if sum.Solutions > 0 {
+		sum.PassAt1 = float64(sum.Passed) / float64(sum.Solutions)
+		sum.MeanPassRate /= float64(sum.Solutions)
+	}
+	sum.DurationMS = time.Since(start).Milliseconds()
+	if err := enc.Encode(map[string]execSummary{"summary": sum}); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// readSolutions reads {task_id, solution|completion} lines. Broken lines
+// and unknown tasks are reported on stderr and counted, not fatal.
+func readSolutions(path string, byID map[string]*topics.Task, stderr io.Writer) ([]solution, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("exec: %w", err)
+	}
+	defer f.Close()
+	var sols []solution
+	bad := 0
+	r := bufio.NewReaderSize(f, 1<<16)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var row struct {
+				TaskID     string  `json:"task_id"`
+				Solution   *string `json:"solution"`
+				Completion *string `json:"completion"`
+			}
+			var perr error
+			switch {
+			case json.Unmarshal(line, &row) != nil:
+				perr = errors.New("not a JSON object")
+			case row.TaskID == "":
+				perr = errors.New("no task_id")
+			case (row.Solution == nil) == (row.Completion == nil):
+				perr = errors.New("give exactly one of solution and completion")
+			case byID[row.TaskID] == nil:
+				perr = fmt.Errorf("unknown task_id %q", row.TaskID)
+			}
+			if perr != nil {
+				fmt.Fprintf(stderr, "murphy exec: %s: line %d: %v\n", path, n, perr)
+				bad++
+			} else {
+				code := ""
+				if row.Solution != nil {
+					code = *row.Solution
+				} else {
+					code = byID[row.TaskID].Prompt + *row.Completion
+				}
+				sols = append(sols, solution{line: n, taskID: row.TaskID, code: code})
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("exec: %s: %w", path, err)
+		}
+	}
+	sort.SliceStable(sols, func(a, b int) bool { return sols[a].line < sols[b].line })
+	return sols, bad, nil
 }

@@ -1,0 +1,203 @@
+// Package execute is the execute stage: it consumes candidates, runs each
+// against its task's tests in the sandbox pool and produces one execution
+// record per candidate on the executions topic, keyed by tree id.
+//
+// The core is the Evaluator (programs + tasks -> verdict and feedback), a
+// plain function over sandbox results that `murphy exec` also uses without
+// Kafka. Feedback templates are documented in FEEDBACK.md.
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// Config configures the execute stage.
+type Config struct {
+	// Name labels metrics and the consumer group.
+	Name string `yaml:"name"`
+	// Concurrency is the number of candidates evaluated at once; 0 means
+	// one per sandbox of the pool (the pool bounds it anyway).
+	Concurrency int `yaml:"concurrency"`
+	// FeedbackBytes caps the feedback text (head+tail truncation).
+	FeedbackBytes int `yaml:"feedback_bytes"`
+	// StdioMaxTimeouts stops a stdio task's remaining cases after this many
+	// timed out (they count as timeouts); 0 runs every case.
+	StdioMaxTimeouts int `yaml:"stdio_max_timeouts"`
+	// Sandbox configures the pool the stage runs in.
+	Sandbox sandbox.Config `yaml:"sandbox"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Name:             "execute",
+		FeedbackBytes:    DefaultFeedbackBytes,
+		StdioMaxTimeouts: 2,
+		Sandbox:          sandbox.DefaultConfig(),
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.Name == "" {
+		return errors.New("execute: name is required")
+	}
+	if c.Concurrency < 0 || c.StdioMaxTimeouts < 0 {
+		return errors.New("execute: concurrency and stdio_max_timeouts must be >= 0")
+	}
+	if c.FeedbackBytes < 128 {
+		return fmt.Errorf("execute: feedback_bytes %d < 128", c.FeedbackBytes)
+	}
+	return c.Sandbox.Validate()
+}
+
+// Stage is the execute stage.
+type Stage struct {
+	cfg     Config
+	eval    *Evaluator
+	pool    *sandbox.Pool
+	lookup  tasks.Lookup
+	cat     topics.Catalog
+	metrics *Metrics
+	now     func() time.Time
+}
+
+// New builds the stage over a running pool and a task lookup. reg may be
+// nil (no metrics).
+func New(cfg Config, pool *sandbox.Pool, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pool == nil || lookup == nil {
+		return nil, errors.New("execute: a pool and a task lookup are required")
+	}
+	if err := cat.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := NewMetrics(reg, cfg.Name, pool)
+	if err != nil {
+		return nil, err
+	}
+	return &Stage{
+		cfg: cfg, pool: pool, lookup: lookup, cat: cat, metrics: m, now: time.Now,
+		eval: &Evaluator{Runner: pool, FeedbackBytes: cfg.FeedbackBytes, StdioMaxTimeouts: cfg.StdioMaxTimeouts},
+	}, nil
+}
+
+// Spec describes the stage for the pipeline runtime.
+func (s *Stage) Spec() pipeline.Stage {
+	n := s.cfg.Concurrency
+	if n == 0 {
+		n = s.pool.Size()
+	}
+	return pipeline.Stage{
+		Name:        s.cfg.Name,
+		Inputs:      []string{s.cat.Topic(topics.Candidates)},
+		Handler:     s.Handle,
+		Concurrency: n,
+	}
+}
+
+// Evaluator returns the stage's evaluator.
+func (s *Stage) Evaluator() *Evaluator { return s.eval }
+
+// Handle turns one candidate record into one execution record. A record
+// that is not a valid candidate is poison (DLQ); an unknown task or a
+// closed pool is an error the runtime retries.
+func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+	var c topics.Candidate
+	if err := topics.Decode(rec.Value, &c); err != nil {
+		reason := "malformed_candidate"
+		var te *topics.Error
+		if errors.As(err, &te) {
+			reason = te.Reason()
+		}
+		return nil, pipeline.Poison(reason, err)
+	}
+	ex := topics.Execution{Candidate: c}
+	if c.InfraCause != "" {
+		ex.Status = topics.StatusNotRun
+		ex.Feedback = "Status: not_run\nThe candidate was not run: " + c.InfraCause + "\n"
+	} else {
+		task, err := s.lookup.Task(ctx, c.TaskID)
+		if err != nil {
+			return nil, fmt.Errorf("execute: task %q of candidate %s: %w", c.TaskID, c.NodeID, err)
+		}
+		o, err := s.eval.Evaluate(ctx, task, c.Code)
+		if err != nil {
+			return nil, fmt.Errorf("execute: candidate %s: %w", c.NodeID, err)
+		}
+		ex.Status, ex.TestsPassed, ex.TestsTotal, ex.PassRate = o.Status, o.TestsPassed, o.TestsTotal, o.PassRate
+		ex.Feedback, ex.Results, ex.SandboxError = o.Feedback, o.Results, o.SandboxError
+		ex.DurationMS = o.Duration.Milliseconds()
+		s.metrics.observe(o.Duration)
+	}
+	ex.ExecutedAt = s.now().UTC()
+	s.metrics.count(ex.Status)
+	b, err := topics.Encode(&ex)
+	if err != nil {
+		// Our own record failed validation: the input is the cause.
+		return nil, pipeline.Poison("execution_invalid", err)
+	}
+	return []pipeline.Out{{Topic: s.cat.Topic(topics.Executions), Key: c.TreeID, Value: b}}, nil
+}
+
+// Metrics are the stage's Prometheus metrics.
+type Metrics struct {
+	// Executions counts execution records by status; its rate is
+	// executions/s.
+	Executions *prometheus.CounterVec
+	// Duration is the time to evaluate one candidate.
+	Duration prometheus.Histogram
+	// Saturation is the fraction of the pool's sandboxes busy.
+	Saturation prometheus.GaugeFunc
+	// Restarts counts sandboxes replaced after a failure.
+	Restarts prometheus.CounterFunc
+}
+
+// NewMetrics registers the metrics on reg (nil = unregistered).
+func NewMetrics(reg prometheus.Registerer, stage string, pool *sandbox.Pool) (*Metrics, error) {
+	labels := prometheus.Labels{"stage": stage}
+	m := &Metrics{
+		Executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "murphy_execute_executions_total", Help: "Execution records produced, by status.", ConstLabels: labels,
+		}, []string{"status"}),
+		Duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "murphy_execute_duration_seconds", Help: "Time to evaluate one candidate.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+		Saturation: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "murphy_execute_pool_saturation", Help: "Fraction of sandboxes busy.", ConstLabels: labels,
+		}, func() float64 {
+			if pool.Size() == 0 {
+				return 0
+			}
+			return float64(pool.Busy()) / float64(pool.Size())
+		}),
+		Restarts: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "murphy_execute_sandbox_restarts_total", Help: "Sandboxes replaced after a failure.", ConstLabels: labels,
+		}, func() float64 { return float64(pool.Stats().Restarts) }),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Executions, m.Duration, m.Saturation, m.Restarts} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("execute: metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) count(status string) { m.Executions.WithLabelValues(status).Inc() }
+
+func (m *Metrics) observe(d time.Duration) { m.Duration.Observe(d.Seconds()) }
