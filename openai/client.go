@@ -79,10 +79,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Result, error) {
 	return c.sample(ctx, "/chat/completions", req.Sampling, func(body map[string]any) {
 		body["messages"] = req.Messages
 		if req.Logprobs {
+			// top_logprobs is sent even when 0: llama-cpp-python returns
+			// no logprobs without it.
 			body["logprobs"] = true
-			if req.TopLogprobs > 0 {
-				body["top_logprobs"] = req.TopLogprobs
-			}
+			body["top_logprobs"] = req.TopLogprobs
 		}
 	}, decodeChat)
 }

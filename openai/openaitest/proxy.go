@@ -25,6 +25,8 @@ const (
 	// Stall holds the request without answering for the fault's Delay (or
 	// until the client gives up), then resets the connection.
 	Stall
+	// Pass forwards the request: a queue entry that lets one through.
+	Pass
 )
 
 // Fault is one injected failure.
@@ -67,7 +69,7 @@ func NewFaultProxy(t testing.TB, target string) *FaultProxy {
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer p.leave()
 		f, ok := p.next()
-		if !ok {
+		if !ok || f.Kind == Pass {
 			p.mu.Lock()
 			p.forwarded++
 			p.mu.Unlock()
