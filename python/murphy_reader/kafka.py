@@ -1,0 +1,168 @@
+"""Reading batches from the batches topic with confluent-kafka.
+
+Each trainer is its own consumer group (group_id) and so sees every batch.
+Inside one trainer, data-parallel ranks split the topic's partitions: rank r
+of world_size reads the partitions p with p % world_size == r, assigned
+explicitly (no group rebalancing), and commits its own partitions' offsets
+to the trainer's group.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator, Optional
+
+from .batch import (
+    Batch,
+    Deduper,
+    PolicyVersion,
+    current_version,
+    filter_staleness,
+    ranks_partitions,
+    read_stream,
+)
+
+
+class KafkaBatchReader:
+    """Iterates the batches of one trainer rank.
+
+    brokers: "host:port,host:port"; topic: the batches topic;
+    group_id: one per trainer; rank/world_size: data-parallel split.
+    max_staleness with policy_version: drop rows sampled more than
+    max_staleness versions before the trainer's current version.
+    commit: "manual" (call commit() after a step) or "auto" (offsets of
+    yielded batches are committed in the background).
+    """
+
+    def __init__(
+        self,
+        brokers: str,
+        topic: str,
+        group_id: str,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        policy_version: Optional[PolicyVersion] = None,
+        max_staleness: Optional[int] = None,
+        commit: str = "manual",
+        start: str = "earliest",
+        consumer_config: Optional[dict[str, Any]] = None,
+        metadata_timeout: float = 30.0,
+    ):
+        from confluent_kafka import Consumer, TopicPartition, OFFSET_STORED
+
+        if commit not in ("manual", "auto"):
+            raise ValueError("commit must be 'manual' or 'auto'")
+        if (max_staleness is None) != (policy_version is None):
+            raise ValueError("max_staleness and policy_version go together")
+        conf = {
+            "bootstrap.servers": brokers,
+            "group.id": group_id,
+            "enable.auto.commit": commit == "auto",
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": start,
+            "fetch.message.max.bytes": 64 << 20,
+            "receive.message.max.bytes": 128 << 20,
+        }
+        conf.update(consumer_config or {})
+        self._consumer = Consumer(conf)
+        self.topic = topic
+        self.rank, self.world_size = rank, world_size
+        self._policy_version = policy_version
+        self._max_staleness = max_staleness
+        self._dedupe = Deduper()
+        self._pending: dict[int, int] = {}
+        self.filtered_rows = 0
+        md = self._consumer.list_topics(topic, timeout=metadata_timeout)
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            self._consumer.close()
+            raise RuntimeError(f"topic {topic} not found: {tmd.error if tmd else 'no metadata'}")
+        self.partitions = ranks_partitions(list(tmd.partitions), rank, world_size)
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in self.partitions])
+
+    @property
+    def duplicates_dropped(self) -> int:
+        return self._dedupe.dropped
+
+    def poll(self, timeout: float = 1.0) -> Optional[Batch]:
+        """The next batch, or None when none arrived within timeout."""
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            msg = self._consumer.poll(left)
+            if msg is None:
+                return None
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(msg.error())
+            self._pending[msg.partition()] = msg.offset() + 1
+            self._consumer.store_offsets(offsets=[TopicPartition(msg.topic(), msg.partition(), msg.offset() + 1)])
+            headers = {k: (v.decode() if v is not None else "") for k, v in (msg.headers() or [])}
+            batch = self._decode(msg, headers)
+            if batch is not None:
+                return batch
+
+    def _decode(self, msg: Any, headers: dict[str, str]) -> Optional[Batch]:
+        batch_id = headers.get("batch_id", "")
+        if batch_id and self._dedupe.seen(batch_id):
+            return None
+        if self._max_staleness is not None and "max_policy_version" in headers:
+            # The whole batch is too old: skip it without decoding.
+            cur = current_version(self._policy_version)
+            if int(headers["max_policy_version"]) < cur - self._max_staleness:
+                self.filtered_rows += int(headers.get("rows", "0"))
+                return None
+        rb, cfg = read_stream(msg.value())
+        if not batch_id:
+            from .batch import batch_id_of
+
+            batch_id = batch_id_of(rb)
+            if self._dedupe.seen(batch_id):
+                return None
+        if self._max_staleness is not None:
+            kept = filter_staleness(rb, current_version(self._policy_version), self._max_staleness)
+            self.filtered_rows += rb.num_rows - kept.num_rows
+            rb = kept
+            if rb.num_rows == 0:
+                return None
+        return Batch(batch_id, rb, cfg, (msg.topic(), msg.partition(), msg.offset()), headers)
+
+    def __iter__(self) -> Iterator[Batch]:
+        while True:
+            b = self.poll(1.0)
+            if b is not None:
+                yield b
+
+    def take(self, n: int, timeout: float) -> list[Batch]:
+        """Up to n batches, waiting at most timeout seconds in total."""
+        out: list[Batch] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            b = self.poll(min(left, 1.0))
+            if b is not None:
+                out.append(b)
+        return out
+
+    def commit(self) -> None:
+        """Commit (synchronously) the offsets of every batch polled so far."""
+        if self._pending:
+            self._consumer.commit(asynchronous=False)
+            self._pending.clear()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> "KafkaBatchReader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
