@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -80,5 +83,76 @@ func TestPoolProgramJob(t *testing.T) {
 	res := run(t, p, &Job{Mode: ModeProgram, Code: "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n", Stdin: []byte("1 2 3\n")})
 	if res.SandboxError != "" || !res.Done || string(res.Stdout) != "6\n" {
 		t.Fatalf("%+v stdout=%q stderr=%q", res, res.Stdout, res.Stderr)
+	}
+}
+
+// TestDeadWorkerIsReplaced kills a sandbox from outside during a job: the
+// job is a sandbox_error (not the candidate's fault) and the next job runs
+// in a fresh sandbox.
+func TestDeadWorkerIsReplaced(t *testing.T) {
+	p := testPool(t, 1)
+	before := p.WorkerPIDs()
+	done := make(chan *Result)
+	go func() {
+		res, _ := p.Run(context.Background(), &Job{Mode: ModeProgram, Code: "import time\ntime.sleep(30)\n"})
+		done <- res
+	}()
+	time.Sleep(500 * time.Millisecond)
+	for _, pid := range before {
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	var res *Result
+	select {
+	case res = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the job did not end after its sandbox died")
+	}
+	if res.SandboxError == "" {
+		t.Fatalf("want a sandbox error, got %+v", res)
+	}
+	after := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
+	if after.SandboxError != "" || string(after.Stdout) != "ok\n" {
+		t.Fatalf("replacement sandbox failed: %+v", after)
+	}
+	if st := p.Stats(); st.Restarts != 1 || slices.Equal(before, p.WorkerPIDs()) {
+		t.Fatalf("stats %+v, workers %v -> %v", st, before, p.WorkerPIDs())
+	}
+	if left := uidProcesses(p.UIDs()[0]); len(left) != 0 {
+		t.Fatalf("processes left: %v", left)
+	}
+}
+
+// TestJobIdentity checks the isolation a job sees: non-root uid, no
+// capabilities, rlimits, clean environment, no network, fixed seeds.
+func TestJobIdentity(t *testing.T) {
+	t.Setenv("MURPHY_SANDBOX_SECRET", "leak")
+	p := testPool(t, 1)
+	code := `
+import os, resource, random, socket, json
+caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=1); net = "open"
+except OSError as e:
+    net = type(e).__name__
+print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "caps": caps, "env": sorted(os.environ),
+    "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0], "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+    "rand": random.random(), "hash": hash("murphy"), "net": net, "cwd": os.getcwd(),
+    "ifaces": sorted(n for _, n in socket.if_nameindex())}))
+`
+	a := run(t, p, &Job{Mode: ModeProgram, Code: code})
+	b := run(t, p, &Job{Mode: ModeProgram, Code: code})
+	if a.SandboxError != "" || string(a.Stdout) != string(b.Stdout) {
+		t.Fatalf("runs differ or failed:\n%s\n%s\n%s", a.Stdout, b.Stdout, a.Stderr)
+	}
+	out := string(a.Stdout)
+	for _, want := range []string{`"uid": ` + strconv.Itoa(p.UIDs()[0]), `"caps": "0000000000000000"`, `"nproc": 32`,
+		`"fsize": 16777216`, `"net": "ConnectionRefusedError"`, `"cwd": "/tmp/job"`, `"ifaces": ["lo"]`,
+		`"env": ["HOME", "LANG", "PATH", "PYTHONHASHSEED", "TMPDIR"]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job identity lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "leak") {
+		t.Error("the host environment leaked")
 	}
 }
