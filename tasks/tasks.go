@@ -264,3 +264,34 @@ func (m *Memory) Len() int {
 	defer m.mu.RUnlock()
 	return len(m.tasks)
 }
+
+// Getter reads the latest raw value of a key (pipeline.Table over the
+// compacted tasks topic implements it).
+type Getter interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// FromTable turns a raw key-value reader into a Lookup: values are decoded
+// and validated as topics.Task records. notFound is the getter's error for
+// an unknown key (pipeline.ErrNotFound); it is reported as ErrNotFound.
+func FromTable(g Getter, notFound error) Lookup { return tableLookup{g: g, notFound: notFound} }
+
+type tableLookup struct {
+	g        Getter
+	notFound error
+}
+
+func (l tableLookup) Task(ctx context.Context, id string) (*topics.Task, error) {
+	b, err := l.g.Get(ctx, id)
+	if err != nil {
+		if l.notFound != nil && errors.Is(err, l.notFound) {
+			return nil, fmt.Errorf("%w: %q: %w", ErrNotFound, id, err)
+		}
+		return nil, fmt.Errorf("tasks: lookup %q: %w", id, err)
+	}
+	var t topics.Task
+	if err := topics.Decode(b, &t); err != nil {
+		return nil, fmt.Errorf("tasks: task %q on the tasks topic: %w", id, err)
+	}
+	return &t, nil
+}

@@ -316,3 +316,33 @@ func TestHumanEvalFile(t *testing.T) {
 		t.Errorf("%d tasks kept whole; the splitter should handle all but a few", whole)
 	}
 }
+
+type mapGetter map[string][]byte
+
+var errNoKey = errors.New("no such key")
+
+func (m mapGetter) Get(_ context.Context, key string) ([]byte, error) {
+	if b, ok := m[key]; ok {
+		return b, nil
+	}
+	return nil, errNoKey
+}
+
+func TestFromTable(t *testing.T) {
+	good := topics.Task{SchemaVersion: topics.SchemaVersion, TaskID: "a", Kind: topics.KindStdio, Prompt: "p",
+		Tests: []topics.TestCase{{Stdin: "1", Expected: "1"}}}
+	b, err := topics.Encode(&good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := FromTable(mapGetter{"a": b, "bad": []byte("{")}, errNoKey)
+	if got, err := l.Task(context.Background(), "a"); err != nil || got.Prompt != "p" {
+		t.Fatal(got, err)
+	}
+	if _, err := l.Task(context.Background(), "missing"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing key: %v", err)
+	}
+	if _, err := l.Task(context.Background(), "bad"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("bad record: %v", err)
+	}
+}
