@@ -130,3 +130,18 @@ func IsFatal(err error) bool {
 	var f *fatalError
 	return errors.As(err, &f)
 }
+
+// KafkaConfig locates the cluster and tunes the clients.
+type KafkaConfig struct {
+	// Brokers are host:port seed addresses.
+	Brokers []string `yaml:"brokers"`
+	// ClientID names this process to the brokers.
+	ClientID string `yaml:"client_id"`
+	// BatchTimeout bounds how long the producer waits to fill a batch.
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
+}
+
+// DefaultKafkaConfig is a local single broker with low-latency batching.
+func DefaultKafkaConfig() KafkaConfig {
+	return KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "murphy", BatchTimeout: 2 * time.Millisecond}
+}

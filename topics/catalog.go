@@ -40,7 +40,7 @@ type Spec struct {
 
 // DefaultMaxMessageBytes bounds one record on the wire. A credited tree of
 // G=8 over 3 turns with 2,000-token responses stays well below it.
-const DefaultMaxMessageBytes = 32 << 20
+const DefaultMaxMessageBytes = 64 << 20
 
 // Catalog resolves catalog names to concrete topic names and specs.
 type Catalog struct {

@@ -15,8 +15,10 @@ type Record interface {
 	version() int
 }
 
-// MaxRecordBytes is the largest record the codec accepts.
-const MaxRecordBytes = DefaultMaxMessageBytes
+// MaxRecordBytes is the largest record the codec accepts; it is below the
+// topics' max.message.bytes so that an oversized record still reaches a
+// stage and is dead-lettered with a reason instead of being refused.
+const MaxRecordBytes = 16 << 20
 
 // Encode validates r and serialises it. All records share this codec: JSON
 // with the field names that are also the Arrow columns and the offline

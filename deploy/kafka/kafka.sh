@@ -51,8 +51,8 @@ group.initial.rebalance.delay.ms=0
 group.consumer.min.session.timeout.ms=1000
 group.classic.min.session.timeout.ms=1000
 auto.create.topics.enable=true
-message.max.bytes=67108864
-replica.fetch.max.bytes=67108864
+message.max.bytes=134217728
+replica.fetch.max.bytes=134217728
 log.retention.hours=168
 log.segment.bytes=67108864
 CONF

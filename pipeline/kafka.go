@@ -1,0 +1,231 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/segmentio/kafka-go"
+)
+
+// Validate checks the Kafka configuration.
+func (c KafkaConfig) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("kafka: no brokers configured")
+	}
+	for _, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return fmt.Errorf("kafka: broker %q: %w", b, err)
+		}
+	}
+	if c.BatchTimeout < 0 {
+		return errors.New("kafka: batch_timeout must be >= 0")
+	}
+	return nil
+}
+
+func (c KafkaConfig) dialer() *kafka.Dialer {
+	return &kafka.Dialer{ClientID: c.clientID(), Timeout: 10 * time.Second, DualStack: true}
+}
+
+func (c KafkaConfig) clientID() string {
+	if c.ClientID == "" {
+		return "murphy"
+	}
+	return c.ClientID
+}
+
+func (c KafkaConfig) transport() *kafka.Transport {
+	return &kafka.Transport{ClientID: c.clientID(), DialTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
+}
+
+// newWriter is the one producer configuration of the project: acks from all
+// in-sync replicas, the murmur2 partitioner (so keyed records land where Java
+// and Python producers put them) and a small batch timeout.
+func newWriter(c KafkaConfig) *kafka.Writer {
+	bt := c.BatchTimeout
+	if bt == 0 {
+		bt = 2 * time.Millisecond
+	}
+	return &kafka.Writer{
+		Addr:         kafka.TCP(c.Brokers...),
+		Balancer:     kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: bt,
+		BatchSize:    1000,
+		BatchBytes:   topics.DefaultMaxMessageBytes + 1<<20,
+		MaxAttempts:  10,
+		// Unknown topics trigger a metadata request instead of failing from
+		// the transport's cache (topics created by another process).
+		AllowAutoTopicCreation: true,
+		// Backoffs cover a broker restart (several seconds) before Produce fails.
+		WriteBackoffMin: 100 * time.Millisecond,
+		WriteBackoffMax: 2 * time.Second,
+		ReadTimeout:     30 * time.Second,
+		WriteTimeout:    30 * time.Second,
+		Transport:       c.transport(),
+	}
+}
+
+// kafkaProducer implements Producer.
+type kafkaProducer struct {
+	w         *kafka.Writer
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewProducer returns the project's producer: synchronous, acks=all, murmur2.
+func NewProducer(cfg KafkaConfig) Producer {
+	return &kafkaProducer{w: newWriter(cfg)}
+}
+
+func (p *kafkaProducer) Produce(ctx context.Context, outs ...Out) error {
+	if len(outs) == 0 {
+		return nil
+	}
+	msgs := make([]kafka.Message, len(outs))
+	for i, o := range outs {
+		msgs[i] = toKafka(o)
+	}
+	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("produce %d records to %s: %w", len(outs), outs[0].Topic, err)
+	}
+	return nil
+}
+
+func (p *kafkaProducer) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.w.Close() })
+	return p.closeErr
+}
+
+func toKafka(o Out) kafka.Message {
+	m := kafka.Message{Topic: o.Topic, Value: o.Value}
+	if o.Key != "" {
+		m.Key = []byte(o.Key)
+	}
+	for k, v := range o.Headers {
+		m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	return m
+}
+
+func fromKafka(m kafka.Message) Record {
+	r := Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Time: m.Time}
+	if len(m.Headers) > 0 {
+		r.Headers = make(map[string]string, len(m.Headers))
+		for _, h := range m.Headers {
+			r.Headers[h.Key] = string(h.Value)
+		}
+	}
+	return r
+}
+
+// EnsureTopics creates every topic of the catalog that does not exist yet.
+func EnsureTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog) error {
+	specs := make([]topics.Spec, 0, len(topics.All))
+	for _, n := range topics.All {
+		specs = append(specs, cat.Spec(n))
+	}
+	return createTopics(ctx, cfg, cat, specs...)
+}
+
+func createTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog, specs ...topics.Spec) error {
+	reqs := make([]kafka.TopicConfig, 0, len(specs))
+	for _, s := range specs {
+		tc := kafka.TopicConfig{
+			Topic:             cat.Topic(s.Name),
+			NumPartitions:     s.Partitions,
+			ReplicationFactor: 1,
+			ConfigEntries: []kafka.ConfigEntry{
+				{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(s.MaxMessageBytes)},
+			},
+		}
+		if s.Compacted {
+			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"})
+		}
+		reqs = append(reqs, tc)
+	}
+	return createTopicConfigs(ctx, cfg, reqs...)
+}
+
+func createTopicConfigs(ctx context.Context, cfg KafkaConfig, reqs ...kafka.TopicConfig) error {
+	return createTopicConfigsWith(ctx, cfg, cfg.transport(), reqs...)
+}
+
+// createTopicConfigsWith creates topics through rt, so that a writer sharing
+// rt sees them in its metadata cache at once.
+func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.RoundTripper, reqs ...kafka.TopicConfig) error {
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: rt}
+	var lastErr error
+	for attempt := 0; attempt < 20; attempt++ {
+		resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: reqs})
+		if err == nil {
+			lastErr = nil
+			for name, terr := range resp.Errors {
+				if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+					lastErr = fmt.Errorf("create topic %s: %w", name, terr)
+				}
+			}
+			if lastErr == nil {
+				return waitTopics(ctx, client, reqs)
+			}
+		} else {
+			lastErr = fmt.Errorf("create topics: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(lastErr, ctx.Err())
+		case <-time.After(backoff(attempt, 50*time.Millisecond, 2*time.Second)):
+		}
+	}
+	return lastErr
+}
+
+// waitTopics waits until the metadata shows every topic with its leaders.
+func waitTopics(ctx context.Context, client *kafka.Client, reqs []kafka.TopicConfig) error {
+	names := make([]string, len(reqs))
+	for i, r := range reqs {
+		names[i] = r.Topic
+	}
+	for attempt := 0; ; attempt++ {
+		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+		if err == nil {
+			ready := true
+			for _, t := range md.Topics {
+				if t.Error != nil || len(t.Partitions) == 0 {
+					ready = false
+				}
+				for _, p := range t.Partitions {
+					if p.Leader.Host == "" {
+						ready = false
+					}
+				}
+			}
+			if ready && len(md.Topics) == len(names) {
+				return nil
+			}
+		}
+		if attempt > 100 {
+			return fmt.Errorf("topics %v not ready: %v", names, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// backoff returns an exponential delay for the given attempt, capped.
+func backoff(attempt int, base, max time.Duration) time.Duration {
+	d := base << min(attempt, 20)
+	if d > max || d <= 0 {
+		return max
+	}
+	return d
+}

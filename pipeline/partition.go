@@ -1,0 +1,214 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/segmentio/kafka-go"
+)
+
+// partitionConsumer runs a PartitionStage: kafka-go's ConsumerGroup hands out
+// partitions per generation; each assigned partition gets its own reader and
+// processor, and commits the offset the processor chooses.
+type partitionConsumer struct {
+	rt *Runtime
+	s  PartitionStage
+}
+
+func newPartitionConsumer(rt *Runtime, s PartitionStage) *partitionConsumer {
+	if s.TickInterval <= 0 {
+		s.TickInterval = time.Second
+	}
+	return &partitionConsumer{rt: rt, s: s}
+}
+
+func (pc *partitionConsumer) run(ctx context.Context) error {
+	kc := pc.rt.cfg.Kafka
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                     pc.rt.GroupID(pc.s.Name),
+		Brokers:                kc.Brokers,
+		Dialer:                 kc.dialer(),
+		Topics:                 []string{pc.s.Input},
+		StartOffset:            kafka.FirstOffset,
+		HeartbeatInterval:      2 * time.Second,
+		SessionTimeout:         10 * time.Second,
+		RebalanceTimeout:       10 * time.Second,
+		JoinGroupBackoff:       500 * time.Millisecond,
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 5 * time.Second,
+		Timeout:                10 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	// Closing the group ends the current generation: partition loops see
+	// their context end, commit and close their processors first.
+	closed := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		_ = group.Close()
+		close(closed)
+	}()
+	defer func() { <-closed }()
+	for attempt := 0; ; {
+		gen, err := group.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return nil
+			}
+			pc.rt.log.Warn("consumer group join failed; retrying", "stage", pc.s.Name, "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff(attempt, 200*time.Millisecond, 5*time.Second)):
+			}
+			attempt++
+			continue
+		}
+		attempt = 0
+		for _, pa := range gen.Assignments[pc.s.Input] {
+			gen.Start(func(gctx context.Context) { pc.runPartition(gctx, gen, pa) })
+		}
+	}
+}
+
+func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Generation, pa kafka.PartitionAssignment) {
+	s, rt := pc.s, pc.rt
+	a := Assignment{Topic: s.Input, Partition: pa.ID, Committed: pa.Offset}
+	if a.Committed < 0 {
+		a.Committed = -1
+	}
+	var proc PartitionProcessor
+	for attempt := 0; ; attempt++ {
+		var err error
+		if proc, err = s.Assigned(gctx, a); err == nil {
+			break
+		}
+		if gctx.Err() != nil {
+			return
+		}
+		rt.log.Warn("partition assignment failed; retrying", "stage", s.Name, "partition", pa.ID, "error", err)
+		select {
+		case <-gctx.Done():
+			return
+		case <-time.After(backoff(attempt, 200*time.Millisecond, 5*time.Second)):
+		}
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: rt.cfg.Kafka.Brokers, Dialer: rt.cfg.Kafka.dialer(), Topic: s.Input, Partition: pa.ID,
+		MinBytes: 1, MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 250 * time.Millisecond,
+		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, MaxAttempts: 10,
+	})
+	defer r.Close()
+	start := pa.Offset
+	if start < 0 {
+		start = kafka.FirstOffset
+	}
+	if err := r.SetOffset(start); err != nil {
+		rt.log.Error("set offset", "stage", s.Name, "partition", pa.ID, "error", err)
+		return
+	}
+
+	committed := a.Committed
+	commit := func() {
+		off, ok := proc.CommitOffset()
+		if !ok || off == committed {
+			return
+		}
+		err := gen.CommitOffsets(map[string]map[int]int64{s.Input: {pa.ID: off}})
+		if err != nil {
+			rt.log.Warn("commit failed", "stage", s.Name, "partition", pa.ID, "offset", off, "error", err)
+			return
+		}
+		committed = off
+	}
+	defer func() {
+		commit()
+		cctx, cancel := context.WithTimeout(context.Background(), rt.cfg.ShutdownTimeout)
+		defer cancel()
+		if err := proc.Close(cctx); err != nil {
+			rt.log.Warn("close partition processor", "stage", s.Name, "partition", pa.ID, "error", err)
+		}
+		if s.Revoked != nil {
+			s.Revoked(a)
+		}
+	}()
+
+	nextTick := time.Now().Add(s.TickInterval)
+	for gctx.Err() == nil {
+		fctx, cancel := context.WithDeadline(gctx, nextTick)
+		m, err := r.FetchMessage(fctx)
+		cancel()
+		switch {
+		case err == nil:
+			rt.metrics.In.WithLabelValues(s.Name, m.Topic).Inc()
+			rt.metrics.lag(s.Name, m.Topic, m.Partition, m.Offset, m.HighWaterMark)
+			if !pc.process(gctx, proc, fromKafka(m)) {
+				return
+			}
+		case gctx.Err() != nil:
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+		default:
+			rt.log.Warn("fetch failed", "stage", s.Name, "partition", pa.ID, "error", err)
+			select {
+			case <-gctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if now := time.Now(); !now.Before(nextTick) {
+			if err := proc.Tick(gctx, now); err != nil {
+				if IsFatal(err) {
+					rt.fail(err)
+					return
+				}
+				rt.log.Warn("tick failed", "stage", s.Name, "partition", pa.ID, "error", err)
+			}
+			commit()
+			nextTick = now.Add(s.TickInterval)
+		}
+	}
+}
+
+// process runs one record with retries; poison records and records that keep
+// failing go to the DLQ. It returns false when the partition must stop.
+func (pc *partitionConsumer) process(ctx context.Context, proc PartitionProcessor, rec Record) bool {
+	s, rt := pc.s, pc.rt
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		err := proc.Process(ctx, rec)
+		rt.metrics.Latency.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if IsFatal(err) {
+			rt.fail(err)
+			return false
+		}
+		rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
+		if IsPoison(err) || attempt >= rt.cfg.Retry.MaxRetries {
+			for dlqAttempt := 0; ; dlqAttempt++ {
+				derr := rt.sendDLQ(ctx, s.Name, rec, err)
+				if derr == nil {
+					return true
+				}
+				select {
+				case <-ctx.Done():
+					return false
+				case <-time.After(backoff(dlqAttempt, 100*time.Millisecond, 5*time.Second)):
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff(attempt, rt.cfg.Retry.InitialInterval, rt.cfg.Retry.MaxInterval)):
+		}
+	}
+}

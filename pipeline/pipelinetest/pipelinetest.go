@@ -1,0 +1,152 @@
+// Package pipelinetest holds test helpers for code that runs on Kafka: the
+// real broker from MURPHY_KAFKA_BROKERS, an embedded broker, unique catalogs,
+// and producing/reading records.
+package pipelinetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/segmentio/kafka-go"
+)
+
+// EnvBrokers names the environment variable that points tests at a real broker.
+const EnvBrokers = "MURPHY_KAFKA_BROKERS"
+
+// Brokers returns the real broker's addresses, or skips the test when
+// MURPHY_KAFKA_BROKERS is unset.
+func Brokers(t testing.TB) []string {
+	t.Helper()
+	v := os.Getenv(EnvBrokers)
+	if v == "" {
+		t.Skipf("%s not set: no real Kafka broker for this test", EnvBrokers)
+	}
+	return strings.Split(v, ",")
+}
+
+// Embedded starts an in-process broker for the test and returns its addresses.
+func Embedded(t testing.TB) []string {
+	t.Helper()
+	e, err := pipeline.StartEmbedded(pipeline.EmbeddedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e.Brokers()
+}
+
+// Kafka returns a KafkaConfig for brokers.
+func Kafka(brokers []string) pipeline.KafkaConfig {
+	c := pipeline.DefaultKafkaConfig()
+	c.Brokers = brokers
+	return c
+}
+
+var unsafe = regexp.MustCompile(`[^a-zA-Z0-9]+`)
+
+// Unique returns a name unique to this test run, safe for topics and groups.
+func Unique(t testing.TB) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := unsafe.ReplaceAllString(t.Name(), "-")
+	if len(name) > 60 {
+		name = name[len(name)-60:]
+	}
+	return strings.ToLower(strings.Trim(name, "-")) + "-" + hex.EncodeToString(b)
+}
+
+// Catalog returns a catalog with a unique prefix and creates its topics.
+func Catalog(t testing.TB, brokers []string, partitions int) topics.Catalog {
+	t.Helper()
+	cat := topics.Catalog{Prefix: Unique(t) + ".", Partitions: partitions}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := pipeline.EnsureTopics(ctx, Kafka(brokers), cat); err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// Produce writes records synchronously.
+func Produce(t testing.TB, brokers []string, outs ...pipeline.Out) {
+	t.Helper()
+	p := pipeline.NewProducer(Kafka(brokers))
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.Produce(ctx, outs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadN reads at least n records of topic (all partitions, from the start)
+// and fails the test when they do not arrive within timeout. It returns every
+// record seen, which may be more than n.
+func ReadN(t testing.TB, brokers []string, topic string, n int, timeout time.Duration) []pipeline.Record {
+	t.Helper()
+	recs, err := ReadAll(context.Background(), brokers, topic, n, timeout)
+	if err != nil {
+		t.Fatalf("read %s: got %d of %d records: %v", topic, len(recs), n, err)
+	}
+	return recs
+}
+
+// ReadAll reads topic from the start until n records were read or timeout,
+// then returns what it has (and an error if fewer than n).
+func ReadAll(ctx context.Context, brokers []string, topic string, n int, timeout time.Duration) ([]pipeline.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
+	if err != nil {
+		return nil, err
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan pipeline.Record)
+	for _, p := range parts {
+		go func(p int) {
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p,
+				MaxBytes: 64 << 20, MaxWait: 100 * time.Millisecond})
+			defer r.Close()
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return
+				}
+				rec := pipeline.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Time: m.Time}
+				for _, h := range m.Headers {
+					if rec.Headers == nil {
+						rec.Headers = map[string]string{}
+					}
+					rec.Headers[h.Key] = string(h.Value)
+				}
+				select {
+				case out <- rec:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}(p.ID)
+	}
+	var recs []pipeline.Record
+	for len(recs) < n {
+		select {
+		case r := <-out:
+			recs = append(recs, r)
+		case <-ctx.Done():
+			return recs, ctx.Err()
+		}
+	}
+	return recs, nil
+}

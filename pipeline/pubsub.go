@@ -1,0 +1,485 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/segmentio/kafka-go"
+)
+
+// Metadata keys that carry Kafka coordinates on Watermill messages. Other
+// metadata travels as Kafka headers.
+const (
+	MetaKey       = "_kafka_key"
+	MetaTopic     = "_kafka_topic"
+	MetaPartition = "_kafka_partition"
+	MetaOffset    = "_kafka_offset"
+	// metaUUID carries the Watermill message UUID as a header.
+	metaUUID = "_watermill_uuid"
+)
+
+// PublisherConfig configures the Watermill publisher.
+type PublisherConfig struct {
+	Kafka KafkaConfig
+	// CreatePartitions, when > 0, creates a topic with this many partitions
+	// on first publish if it does not exist yet.
+	CreatePartitions int
+}
+
+// Publisher is a Watermill message.Publisher on kafka-go.
+type Publisher struct {
+	cfg     PublisherConfig
+	w       *kafka.Writer
+	mu      sync.Mutex
+	created map[string]bool
+	closed  chan struct{}
+	once    sync.Once
+}
+
+var _ message.Publisher = (*Publisher)(nil)
+
+// NewPublisher returns a Publisher. It is safe for concurrent use.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	if err := cfg.Kafka.Validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{cfg: cfg, w: newWriter(cfg.Kafka), created: map[string]bool{}, closed: make(chan struct{})}, nil
+}
+
+// Publish writes messages synchronously (acks=all). The message key is the
+// MetaKey metadata; the other metadata become headers.
+func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
+	select {
+	case <-p.closed:
+		return errors.New("publisher closed")
+	default:
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	ctx := msgs[0].Context()
+	if err := p.ensure(ctx, topic); err != nil {
+		return err
+	}
+	kms := make([]kafka.Message, len(msgs))
+	for i, m := range msgs {
+		km := kafka.Message{Topic: topic, Value: m.Payload}
+		if k := m.Metadata.Get(MetaKey); k != "" {
+			km.Key = []byte(k)
+		}
+		km.Headers = append(km.Headers, kafka.Header{Key: metaUUID, Value: []byte(m.UUID)})
+		for k, v := range m.Metadata {
+			if k == MetaKey || k == MetaTopic || k == MetaPartition || k == MetaOffset {
+				continue
+			}
+			km.Headers = append(km.Headers, kafka.Header{Key: k, Value: []byte(v)})
+		}
+		kms[i] = km
+	}
+	if err := p.w.WriteMessages(ctx, kms...); err != nil {
+		return fmt.Errorf("publish to %s: %w", topic, err)
+	}
+	return nil
+}
+
+func (p *Publisher) ensure(ctx context.Context, topic string) error {
+	if p.cfg.CreatePartitions <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	done := p.created[topic]
+	p.mu.Unlock()
+	if done {
+		return nil
+	}
+	err := createTopicConfigsWith(ctx, p.cfg.Kafka, p.w.Transport, kafka.TopicConfig{Topic: topic, NumPartitions: p.cfg.CreatePartitions, ReplicationFactor: 1})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.created[topic] = true
+	p.mu.Unlock()
+	return nil
+}
+
+// Close flushes and closes the writer; it is idempotent.
+func (p *Publisher) Close() error {
+	var err error
+	p.once.Do(func() {
+		close(p.closed)
+		err = p.w.Close()
+	})
+	return err
+}
+
+// SubscriberConfig configures the Watermill subscriber.
+type SubscriberConfig struct {
+	Kafka KafkaConfig
+	// ConsumerGroup is the Kafka consumer group. Required.
+	ConsumerGroup string
+	// MaxInFlight is how many messages of one subscription may be awaiting
+	// Ack at once. 1 (the default) gives strict order and ack-before-next;
+	// more lets handlers run concurrently, committing the contiguous prefix
+	// of acked offsets per partition.
+	MaxInFlight int
+	// NackResendSleep is the pause before a nacked message is redelivered.
+	NackResendSleep time.Duration
+	// MaxWait bounds how long a fetch waits for new data (latency).
+	MaxWait time.Duration
+	// SessionTimeout is the consumer group session timeout.
+	SessionTimeout time.Duration
+	// CloseTimeout bounds Close; a Close never hangs longer.
+	CloseTimeout time.Duration
+	// CreatePartitions, when > 0, creates the topic with this many
+	// partitions before subscribing if it does not exist yet.
+	CreatePartitions int
+	// OnMessage, if set, is called for every fetched record (metrics: lag).
+	OnMessage func(topic string, partition int, offset, highWaterMark int64)
+	Logger    watermill.LoggerAdapter
+}
+
+func (c *SubscriberConfig) setDefaults() {
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 1
+	}
+	if c.NackResendSleep <= 0 {
+		c.NackResendSleep = 100 * time.Millisecond
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 250 * time.Millisecond
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = 10 * time.Second
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = watermill.NopLogger{}
+	}
+}
+
+// Subscriber is a Watermill message.Subscriber on kafka-go: one reader per
+// subscription in a consumer group; Ack commits synchronously, Nack redelivers.
+type Subscriber struct {
+	cfg     SubscriberConfig
+	closing chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+var _ message.Subscriber = (*Subscriber)(nil)
+
+// NewSubscriber returns a Subscriber.
+func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
+	if err := cfg.Kafka.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ConsumerGroup == "" {
+		return nil, errors.New("subscriber: consumer group is required")
+	}
+	cfg.setDefaults()
+	return &Subscriber{cfg: cfg, closing: make(chan struct{})}, nil
+}
+
+// Subscribe starts a group member on topic. The channel closes when ctx is
+// cancelled or the subscriber is closed.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	select {
+	case <-s.closing:
+		return nil, errors.New("subscriber closed")
+	default:
+	}
+	if s.cfg.CreatePartitions > 0 {
+		if err := s.SubscribeInitialize(topic); err != nil {
+			return nil, err
+		}
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           s.cfg.Kafka.Brokers,
+		GroupID:           s.cfg.ConsumerGroup,
+		Topic:             topic,
+		Dialer:            s.cfg.Kafka.dialer(),
+		MinBytes:          1,
+		MaxBytes:          topics.DefaultMaxMessageBytes + 1<<20,
+		MaxWait:           s.cfg.MaxWait,
+		StartOffset:       kafka.FirstOffset,
+		CommitInterval:    0, // synchronous commits
+		HeartbeatInterval: s.cfg.SessionTimeout / 5,
+		SessionTimeout:    s.cfg.SessionTimeout,
+		RebalanceTimeout:  s.cfg.SessionTimeout,
+		JoinGroupBackoff:  500 * time.Millisecond,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    500 * time.Millisecond,
+		MaxAttempts:       10,
+		// A topic created or grown after the member joined is picked up.
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 2 * time.Second,
+	})
+	out := make(chan *message.Message)
+	subCtx, cancel := context.WithCancel(ctx)
+	sub := &subscription{s: s, r: r, out: out, ctx: subCtx, topic: topic}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(out)
+		// Leave the group before the channel closes, so that a new
+		// subscription of the same group gets the partitions at once.
+		defer r.Close()
+		defer cancel()
+		go func() {
+			select {
+			case <-s.closing:
+				cancel()
+			case <-subCtx.Done():
+			}
+		}()
+		sub.run()
+	}()
+	return out, nil
+}
+
+// SubscribeInitialize creates topic (with CreatePartitions partitions, or 1)
+// if it does not exist yet.
+func (s *Subscriber) SubscribeInitialize(topic string) error {
+	n := max(s.cfg.CreatePartitions, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return createTopicConfigs(ctx, s.cfg.Kafka, kafka.TopicConfig{Topic: topic, NumPartitions: n, ReplicationFactor: 1})
+}
+
+var _ message.SubscribeInitializer = (*Subscriber)(nil)
+
+// Close stops every subscription and closes the readers (leaving the group).
+// It is idempotent and returns within CloseTimeout.
+func (s *Subscriber) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closing)
+		done := make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(s.cfg.CloseTimeout):
+			err = errors.New("subscriber: close timed out")
+		}
+	})
+	return err
+}
+
+type subscription struct {
+	s     *Subscriber
+	r     *kafka.Reader
+	out   chan *message.Message
+	ctx   context.Context
+	topic string
+
+	mu      sync.Mutex
+	pending map[int][]*inflight // per partition, in offset order
+	slots   chan struct{}
+	commitC chan struct{}
+}
+
+type inflight struct {
+	km   kafka.Message
+	done bool
+}
+
+func (sub *subscription) run() {
+	cfg := sub.s.cfg
+	sub.pending = map[int][]*inflight{}
+	sub.slots = make(chan struct{}, cfg.MaxInFlight)
+	sub.commitC = make(chan struct{}, 1)
+	var workers sync.WaitGroup
+	commitDone := make(chan struct{})
+	go func() {
+		defer close(commitDone)
+		sub.commitLoop()
+	}()
+	defer func() {
+		workers.Wait()
+		close(sub.commitC)
+		<-commitDone
+	}()
+	for {
+		select {
+		case sub.slots <- struct{}{}:
+		case <-sub.ctx.Done():
+			return
+		}
+		km, err := sub.r.FetchMessage(sub.ctx)
+		if err != nil {
+			<-sub.slots
+			if sub.ctx.Err() != nil {
+				return
+			}
+			cfg.Logger.Error("fetch failed", err, watermill.LogFields{"topic": sub.topic})
+			select {
+			case <-sub.ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		if cfg.OnMessage != nil {
+			cfg.OnMessage(km.Topic, km.Partition, km.Offset, km.HighWaterMark)
+		}
+		it := &inflight{km: km}
+		sub.mu.Lock()
+		sub.pending[km.Partition] = append(sub.pending[km.Partition], it)
+		sub.mu.Unlock()
+		if cfg.MaxInFlight == 1 {
+			// Strict mode: deliver, wait for the ack, commit, then fetch next.
+			ok := sub.deliver(it)
+			<-sub.slots
+			if !ok {
+				return
+			}
+			sub.commitNow()
+			continue
+		}
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			defer func() { <-sub.slots }()
+			if sub.deliver(it) {
+				select {
+				case sub.commitC <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+}
+
+// deliver sends the message until it is acked; it returns false when the
+// subscription ends first.
+func (sub *subscription) deliver(it *inflight) bool {
+	for {
+		msg := toWatermill(it.km)
+		ctx, cancel := context.WithCancel(sub.ctx)
+		msg.SetContext(ctx)
+		select {
+		case sub.out <- msg:
+		case <-sub.ctx.Done():
+			cancel()
+			return false
+		}
+		select {
+		case <-msg.Acked():
+			cancel()
+			sub.mu.Lock()
+			it.done = true
+			sub.mu.Unlock()
+			return true
+		case <-msg.Nacked():
+			cancel()
+			select {
+			case <-time.After(sub.s.cfg.NackResendSleep):
+			case <-sub.ctx.Done():
+				return false
+			}
+		case <-sub.ctx.Done():
+			cancel()
+			return false
+		}
+	}
+}
+
+func (sub *subscription) commitLoop() {
+	for range sub.commitC {
+		sub.commitNow()
+	}
+	// Final commit of whatever was acked before the subscription ended.
+	sub.commitNow()
+}
+
+// commitNow commits, per partition, the contiguous prefix of acked messages.
+func (sub *subscription) commitNow() {
+	sub.mu.Lock()
+	var toCommit []kafka.Message
+	for p, list := range sub.pending {
+		n := 0
+		for n < len(list) && list[n].done {
+			n++
+		}
+		if n > 0 {
+			toCommit = append(toCommit, list[n-1].km)
+			sub.pending[p] = list[n:]
+		}
+	}
+	sub.mu.Unlock()
+	if len(toCommit) == 0 {
+		return
+	}
+	// The commit must land even while the subscription is closing.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := sub.r.CommitMessages(ctx, toCommit...)
+		if err == nil {
+			return
+		}
+		if attempt >= 5 || ctx.Err() != nil {
+			// Not committed: the records will be redelivered (at least once).
+			sub.s.cfg.Logger.Error("commit failed", err, watermill.LogFields{"topic": sub.topic})
+			return
+		}
+		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+	}
+}
+
+func toWatermill(km kafka.Message) *message.Message {
+	uuid := ""
+	md := message.Metadata{}
+	for _, h := range km.Headers {
+		if h.Key == metaUUID {
+			uuid = string(h.Value)
+			continue
+		}
+		md.Set(h.Key, string(h.Value))
+	}
+	if uuid == "" {
+		uuid = km.Topic + "/" + strconv.Itoa(km.Partition) + "/" + strconv.FormatInt(km.Offset, 10)
+	}
+	msg := message.NewMessage(uuid, km.Value)
+	msg.Metadata = md
+	if km.Key != nil {
+		md.Set(MetaKey, string(km.Key))
+	}
+	md.Set(MetaTopic, km.Topic)
+	md.Set(MetaPartition, strconv.Itoa(km.Partition))
+	md.Set(MetaOffset, strconv.FormatInt(km.Offset, 10))
+	return msg
+}
+
+// recordOf converts a delivered Watermill message back into a Record.
+func recordOf(msg *message.Message) Record {
+	r := Record{Value: msg.Payload, Topic: msg.Metadata.Get(MetaTopic)}
+	if k := msg.Metadata.Get(MetaKey); k != "" {
+		r.Key = []byte(k)
+	}
+	r.Partition, _ = strconv.Atoi(msg.Metadata.Get(MetaPartition))
+	r.Offset, _ = strconv.ParseInt(msg.Metadata.Get(MetaOffset), 10, 64)
+	for k, v := range msg.Metadata {
+		switch k {
+		case MetaKey, MetaTopic, MetaPartition, MetaOffset:
+			continue
+		}
+		if r.Headers == nil {
+			r.Headers = map[string]string{}
+		}
+		r.Headers[k] = v
+	}
+	return r
+}

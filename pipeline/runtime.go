@@ -1,0 +1,285 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// RetryConfig bounds retries of retriable handler errors.
+type RetryConfig struct {
+	// MaxRetries before a record is dead-lettered.
+	MaxRetries int `yaml:"max_retries"`
+	// InitialInterval is the first backoff; it doubles up to MaxInterval.
+	InitialInterval time.Duration `yaml:"initial_interval"`
+	MaxInterval     time.Duration `yaml:"max_interval"`
+}
+
+// RuntimeConfig configures a Runtime.
+type RuntimeConfig struct {
+	Kafka   KafkaConfig
+	Catalog topics.Catalog
+	// Name names the process in logs ("execute", "run", ...).
+	Name string
+	// Registry receives the runtime's and the stages' metrics (nil: a new one).
+	Registry *prometheus.Registry
+	// HTTPAddr serves /metrics, /healthz and /readyz ("" = no server).
+	HTTPAddr string
+	Retry    RetryConfig
+	// ShutdownTimeout bounds how long in-flight records may take to finish.
+	ShutdownTimeout time.Duration
+	// GroupPrefix prefixes consumer group names ("murphy-" by default).
+	GroupPrefix string
+	Logger      *slog.Logger
+}
+
+// Runtime runs stages on Kafka: a Watermill router for stateless stages and
+// partition consumers for stateful ones, plus metrics and health endpoints.
+type Runtime struct {
+	cfg      RuntimeConfig
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	metrics  *Metrics
+	producer Producer
+	router   *message.Router
+	parts    []PartitionStage
+	handlers int
+
+	ready    atomic.Bool
+	failOnce sync.Once
+	failErr  chan error
+}
+
+// NewRuntime validates cfg and builds a runtime.
+func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
+	if err := cfg.Kafka.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Catalog.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Retry.MaxRetries == 0 && cfg.Retry.InitialInterval == 0 {
+		cfg.Retry = RetryConfig{MaxRetries: 5, InitialInterval: 100 * time.Millisecond, MaxInterval: 5 * time.Second}
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.GroupPrefix == "" {
+		cfg.GroupPrefix = "murphy-"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	m, err := NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout},
+		watermill.NewSlogLoggerWithLevelMapping(cfg.Logger.With("component", "router"), map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}))
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{
+		cfg: cfg, log: cfg.Logger, reg: reg, metrics: m,
+		producer: NewProducer(cfg.Kafka), router: router, failErr: make(chan error, 1),
+	}
+	return rt, nil
+}
+
+// Producer is the runtime's shared producer.
+func (rt *Runtime) Producer() Producer { return rt.producer }
+
+// Registry is where stages register their metrics.
+func (rt *Runtime) Registry() *prometheus.Registry { return rt.reg }
+
+// Metrics are the runtime's metrics.
+func (rt *Runtime) Metrics() *Metrics { return rt.metrics }
+
+// Catalog is the runtime's topic catalog.
+func (rt *Runtime) Catalog() topics.Catalog { return rt.cfg.Catalog }
+
+// Ready reports whether every consumer has started.
+func (rt *Runtime) Ready() bool { return rt.ready.Load() }
+
+// GroupID is the consumer group of a stage.
+func (rt *Runtime) GroupID(stage string) string { return rt.cfg.GroupPrefix + stage }
+
+func (rt *Runtime) fail(err error) {
+	rt.failOnce.Do(func() { rt.failErr <- err })
+}
+
+// AddStage registers a stateless stage: one Watermill handler per input,
+// wrapped with metrics, retry, panic recovery and the DLQ.
+func (rt *Runtime) AddStage(s Stage) error {
+	if s.Name == "" || len(s.Inputs) == 0 || s.Handler == nil {
+		return errors.New("stage needs a name, inputs and a handler")
+	}
+	conc := max(s.Concurrency, 1)
+	sub, err := NewSubscriber(SubscriberConfig{
+		Kafka: rt.cfg.Kafka, ConsumerGroup: rt.GroupID(s.Name), MaxInFlight: conc,
+		CloseTimeout: rt.cfg.ShutdownTimeout,
+		OnMessage: func(topic string, p int, off, hwm int64) {
+			rt.metrics.lag(s.Name, topic, p, off, hwm)
+		},
+		Logger: watermill.NewSlogLogger(rt.log.With("stage", s.Name)),
+	})
+	if err != nil {
+		return err
+	}
+	core := rt.coreHandler(s)
+	h := rt.dlqMiddleware(s.Name)(rt.retryMiddleware(s.Name)(middleware.Recoverer(core)))
+	for _, in := range s.Inputs {
+		rt.router.AddConsumerHandler(s.Name+"@"+in, in, sub, func(msg *message.Message) error {
+			_, err := h(msg)
+			return err
+		})
+		rt.handlers++
+	}
+	return nil
+}
+
+// coreHandler adapts a Handler: decode coordinates, run, produce outputs.
+func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		rec := recordOf(msg)
+		rt.metrics.In.WithLabelValues(s.Name, rec.Topic).Inc()
+		start := time.Now()
+		outs, err := s.Handler(msg.Context(), rec)
+		rt.metrics.Latency.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+		if err != nil {
+			rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
+			return nil, err
+		}
+		if err := rt.producer.Produce(msg.Context(), outs...); err != nil {
+			rt.metrics.Failures.WithLabelValues(s.Name, "produce").Inc()
+			return nil, err
+		}
+		for _, o := range outs {
+			rt.metrics.Out.WithLabelValues(s.Name, o.Topic).Inc()
+		}
+		return nil, nil
+	}
+}
+
+// AddPartitionStage registers a stateful stage.
+func (rt *Runtime) AddPartitionStage(s PartitionStage) error {
+	if s.Name == "" || s.Input == "" || s.Assigned == nil {
+		return errors.New("partition stage needs a name, an input and Assigned")
+	}
+	rt.parts = append(rt.parts, s)
+	return nil
+}
+
+// Run runs every stage until ctx is cancelled, then shuts down gracefully:
+// in-flight records finish and are committed. It returns nil on a clean
+// shutdown.
+func (rt *Runtime) Run(ctx context.Context) error {
+	defer rt.producer.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var srv *http.Server
+	if rt.cfg.HTTPAddr != "" {
+		var err error
+		if srv, err = rt.serveHTTP(); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(rt.parts)+1)
+	if rt.handlers > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rt.router.Run(ctx); err != nil {
+				errs <- fmt.Errorf("router: %w", err)
+			}
+		}()
+	}
+	for _, ps := range rt.parts {
+		pc := newPartitionConsumer(rt, ps)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := pc.run(ctx); err != nil {
+				errs <- fmt.Errorf("stage %s: %w", ps.Name, err)
+			}
+		}()
+	}
+	go func() {
+		if rt.handlers > 0 {
+			select {
+			case <-rt.router.Running():
+			case <-ctx.Done():
+				return
+			}
+		}
+		rt.ready.Store(true)
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-rt.failErr:
+	case runErr = <-errs:
+	}
+	rt.ready.Store(false)
+	cancel()
+	if rt.handlers > 0 {
+		_ = rt.router.Close()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		runErr = errors.Join(runErr, e)
+	}
+	return runErr
+}
+
+func (rt *Runtime) serveHTTP() (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(rt.reg, promhttp.HandlerOpts{Registry: rt.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !rt.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	ln, err := net.Listen("tcp", rt.cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", rt.cfg.HTTPAddr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	rt.log.Info("serving metrics and health", "addr", ln.Addr().String())
+	return srv, nil
+}
