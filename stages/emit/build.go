@@ -118,8 +118,16 @@ type listCol[T int32 | float32] struct {
 	values  []T
 }
 
-func newListCol[T int32 | float32](rows, values int) *listCol[T] {
-	c := &listCol[T]{offsets: make([]int32, 1, rows+1), values: make([]T, 0, values)}
+func newListCol[T int32 | float32](rows, values int, reuse *[]T) *listCol[T] {
+	c := &listCol[T]{offsets: make([]int32, 1, rows+1)}
+	if reuse != nil && cap(*reuse) >= values {
+		c.values = (*reuse)[:0]
+	} else {
+		c.values = make([]T, 0, values)
+	}
+	if reuse != nil {
+		*reuse = c.values[:0]
+	}
 	return c
 }
 
@@ -153,6 +161,15 @@ type strCol struct {
 
 func newStrCol(rows, bytes int) *strCol {
 	return &strCol{offsets: make([]int32, 1, rows+1), data: make([]byte, 0, bytes)}
+}
+
+// scratch holds the value buffers of the token columns, reused by the next
+// batch once the previous one was released (Go zeroes every new
+// allocation, which costs as much as the copy itself). Only the processor's
+// goroutine uses it.
+type scratch struct {
+	prompt, response []int32
+	logprobs, weight []float32
 }
 
 func (c *strCol) add(s string) {
@@ -210,7 +227,13 @@ func booleans(mem memory.Allocator, v []bool) arrow.Array {
 // buildBatch turns the trees of one batch into an Arrow record batch with
 // schema s, one row per credited sample, in tree then sample order. The
 // caller releases the result.
-func buildBatch(mem memory.Allocator, s *arrow.Schema, r Range, trees []sourcedTree, v *vocabs, emittedAt time.Time) arrow.RecordBatch {
+//
+// With sc, the token columns reuse sc's buffers: the result must be released
+// before the next buildBatch with the same sc.
+func buildBatch(mem memory.Allocator, s *arrow.Schema, r Range, trees []sourcedTree, v *vocabs, emittedAt time.Time, sc *scratch) arrow.RecordBatch {
+	if sc == nil {
+		sc = &scratch{}
+	}
 	rows, prompt, resp, text := 0, 0, 0, 0
 	for _, st := range trees {
 		for i := range st.Tree.Samples {
@@ -236,12 +259,12 @@ func buildBatch(mem memory.Allocator, s *arrow.Schema, r Range, trees []sourcedT
 		gsize    = make([]int32, 0, rows)
 		sidx     = make([]int32, 0, rows)
 		children = make([]int32, 0, rows)
-		promptT  = newListCol[int32](rows, prompt)
-		respT    = newListCol[int32](rows, resp)
-		logprobs = newListCol[float32](rows, resp)
-		weights  = newListCol[float32](rows, resp)
-		stepEnds = newListCol[int32](rows, 0)
-		stepSc   = newListCol[float32](rows, 0)
+		promptT  = newListCol(rows, prompt, &sc.prompt)
+		respT    = newListCol(rows, resp, &sc.response)
+		logprobs = newListCol(rows, resp, &sc.logprobs)
+		weights  = newListCol(rows, resp, &sc.weight)
+		stepEnds = newListCol[int32](rows, 0, nil)
+		stepSc   = newListCol[float32](rows, 0, nil)
 		promptS  = newStrCol(rows, 0)
 		respS    = newStrCol(rows, text)
 		reward   = make([]float64, 0, rows)

@@ -113,9 +113,9 @@ func TestEncodeStreamKeepsEveryValue(t *testing.T) {
 	}
 	for _, codec := range []string{CompressionNone, CompressionZstd, CompressionLZ4} {
 		t.Run(codec, func(t *testing.T) {
-			rec := buildBatch(memory.DefaultAllocator, s, r, st, newVocabs(), time.Now())
+			rec := buildBatch(memory.DefaultAllocator, s, r, st, newVocabs(), time.Now(), nil)
 			defer rec.Release()
-			b, err := EncodeStream(memory.DefaultAllocator, rec, codec, 0)
+			b, err := EncodeStream(memory.DefaultAllocator, rec, codec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -50,11 +50,11 @@ func parquetCodec(c string) compress.Compression {
 }
 
 // EncodeStream writes rec as one self-contained Arrow IPC stream (schema,
-// dictionaries, the batch, end of stream) compressed with codec c.
-func EncodeStream(mem memory.Allocator, rec arrow.RecordBatch, c string, sizeHint int) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(sizeHint)
-	w := ipc.NewWriter(&buf, ipcOptions(mem, rec.Schema(), c)...)
+// dictionaries, the batch, end of stream) compressed with codec c. It
+// appends to dst[:0], so a caller can reuse one buffer for every batch.
+func EncodeStream(mem memory.Allocator, rec arrow.RecordBatch, c string, dst []byte) ([]byte, error) {
+	buf := bytes.NewBuffer(dst[:0])
+	w := ipc.NewWriter(buf, ipcOptions(mem, rec.Schema(), c)...)
 	if err := w.Write(rec); err != nil {
 		return nil, fmt.Errorf("emit: encode ipc stream: %w", err)
 	}

@@ -31,6 +31,7 @@ type processor struct {
 	tsink     *topicSink
 	files     []*fileSink
 	schemas   map[string]*arrow.Schema
+	scratch   scratch
 
 	floor     int64
 	known     []Range
@@ -318,7 +319,11 @@ func (p *processor) write(ctx context.Context, r Range) error {
 			}
 			b.bytes += rowBytes(t.Tree)
 		}
-		b.rec = buildBatch(p.st.mem, s, sub, trees, p.vocabs, now)
+		var sc *scratch
+		if len(cache) == 0 {
+			sc = &p.scratch // later sub-ranges of this write get their own buffers
+		}
+		b.rec = buildBatch(p.st.mem, s, sub, trees, p.vocabs, now, sc)
 		b.info.rows = int(b.rec.NumRows())
 		cache[sub] = b
 		return b

@@ -49,6 +49,9 @@ type topicSink struct {
 	codec     string
 	mem       memory.Allocator
 	last      int64
+	// out is the encode buffer, reused after a successful produce. After a
+	// failed one the producer may still hold the bytes, so it is dropped.
+	out []byte
 }
 
 func (s *topicSink) name() string { return "topic" }
@@ -63,7 +66,10 @@ func (s *topicSink) close(context.Context) error { return nil }
 
 // write produces rec (acks from all in-sync replicas) before returning.
 func (s *topicSink) write(ctx context.Context, rec arrow.RecordBatch, r Range, info batchInfo, sizeHint int) (int, error) {
-	b, err := EncodeStream(s.mem, rec, s.codec, sizeHint)
+	if cap(s.out) < sizeHint {
+		s.out = make([]byte, 0, sizeHint)
+	}
+	b, err := EncodeStream(s.mem, rec, s.codec, s.out)
 	if err != nil {
 		return 0, err
 	}
@@ -87,8 +93,10 @@ func (s *topicSink) write(ctx context.Context, rec arrow.RecordBatch, r Range, i
 		},
 	}
 	if err := s.prod.Produce(ctx, out); err != nil {
+		s.out = nil
 		return 0, fmt.Errorf("emit: produce batch %s: %w", r.BatchID(), err)
 	}
+	s.out = b[:0]
 	s.last = r.Last
 	return len(b), nil
 }
