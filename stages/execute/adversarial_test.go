@@ -53,6 +53,10 @@ func stdioTask() topics.Task {
 	}
 }
 
+// forkAllocate needs the slot's memory cgroup: without it the processes
+// would take 4 GB of the host's memory, each within its own RLIMIT_AS.
+const forkAllocate = "fork and allocate in every child"
+
 type hostile struct {
 	name   string
 	task   topics.Task
@@ -101,6 +105,16 @@ def f(x):
         os._exit(0)
     return x + 1
 `, topics.StatusPassed, 0},
+		{forkAllocate, normal, `
+import os, time
+def f(x):
+    for _ in range(20):
+        if os.fork() == 0:
+            b = b"x" * (200 << 20)
+            time.sleep(60)
+            os._exit(0)
+    time.sleep(60)
+`, topics.StatusMemory, 0},
 		{"8 GB allocation", normal, "def f(x):\n    b = bytearray(8 << 30)\n    return x + 1\n", topics.StatusMemory, 0},
 		{"allocation growth", normal, "def f(x):\n    l = []\n    while True:\n        l.append(' ' * 10**6)\n", topics.StatusMemory, 0},
 		{"stdout flood", normal, "def f(x):\n    while True:\n        print('x' * 10000)\n", topics.StatusOutputLimit, 0},
@@ -262,6 +276,9 @@ func TestAdversarialSuite(t *testing.T) {
 	t.Run("programs", func(t *testing.T) {
 		for _, h := range progs {
 			t.Run(h.name, func(t *testing.T) {
+				if h.name == forkAllocate && !pool.Stats().Cgroup {
+					t.Skip("no memory cgroup on this host")
+				}
 				t.Parallel()
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()

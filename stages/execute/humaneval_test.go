@@ -39,6 +39,8 @@ func testPool(t testing.TB, workers int) *sandbox.Pool {
 	t.Helper()
 	cfg := sandbox.DefaultConfig()
 	cfg.Workers = workers
+	// A small slot fence makes the fork-and-allocate case hit it quickly.
+	cfg.SlotMemoryMB = 1024
 	if os.Geteuid() != 0 {
 		t.Skip("the sandbox pool needs root")
 	}
