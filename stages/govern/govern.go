@@ -7,17 +7,17 @@ import (
 	"slices"
 	"time"
 
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// TaskLookup finds a task by id (the tasks topic, a file, memory). It
-// returns an error satisfying IsTaskNotFound when the task does not exist.
-type TaskLookup interface {
-	Task(ctx context.Context, id string) (*topics.Task, error)
-}
+// TaskLookup finds a task by id: the shared tasks.Lookup (over the
+// compacted tasks topic in production, tasks.Memory in tests and demos). It
+// returns an error wrapping ErrTaskNotFound for an unknown id.
+type TaskLookup = tasks.Lookup
 
-// ErrTaskNotFound is returned (wrapped) by lookups for an unknown task id.
-var ErrTaskNotFound = errors.New("task not found")
+// ErrTaskNotFound is the lookups' error for an unknown task id.
+var ErrTaskNotFound = tasks.ErrNotFound
 
 // IsTaskNotFound reports whether err says the task does not exist: it wraps
 // ErrTaskNotFound or an error with a NotFound() bool method returning true.

@@ -2,6 +2,7 @@ package govern
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -42,27 +44,69 @@ func TestBrokerExecutionsToSamplesAndPrompts(t *testing.T) {
 			e.Turn, e.ParentID, e.GroupID, e.GroupSize, e.Index = 3, grandB, grandB, 2, 0
 		}),
 	}
+	kcfg := pipelinetest.Kafka(brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	task := testTask()
+	taskBytes, err := topics.Encode(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipelinetest.Produce(t, brokers, pipeline.Out{Topic: cat.Topic(topics.Tasks), Key: task.TaskID, Value: taskBytes})
+	table := pipeline.NewTable(kcfg, cat.Topic(topics.Tasks), 16)
+	defer table.Close()
+
+	reg := prometheus.NewRegistry()
+	st, err := NewStage(DefaultConfig(), tasks.FromTable(table, pipeline.ErrNotFound), nil, cat, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := pipeline.NewRuntime(pipeline.RuntimeConfig{Kafka: kcfg, Catalog: cat, Name: "govern-test", Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.AddStage(st.Spec()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+
 	var outs []pipeline.Out
-	for _, ex := range execs {
+	for _, ex := range append(execs, execs[1]) { // execs[1] is replayed
 		b, err := topics.Encode(ex)
 		if err != nil {
 			t.Fatal(err)
 		}
 		outs = append(outs, pipeline.Out{Topic: cat.Topic(topics.Executions), Key: ex.TreeID, Value: b})
 	}
-	outs = append(outs, pipeline.Out{Topic: cat.Topic(topics.Executions), Key: treeA, Value: []byte("not an execution")})
-	pipelinetest.Produce(t, brokers, outs...)
-
-	st, err := NewStage(DefaultConfig(), tasksWith(testTask()), nil, cat, prometheus.NewRegistry(), WithClock(clock))
+	unknown := in(treeA, index(3), failing(0), func(e *topics.Execution) { e.TaskID = "no-such-task" })
+	ub, err := topics.Encode(unknown)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runStage(t, brokers, st, len(execs)+1)
+	garbage := []byte("not an execution")
+	outs = append(outs,
+		pipeline.Out{Topic: cat.Topic(topics.Executions), Key: treeA, Value: garbage},
+		pipeline.Out{Topic: cat.Topic(topics.Executions), Key: treeA, Value: ub})
+	pipelinetest.Produce(t, brokers, outs...)
 
-	samples := pipelinetest.ReadN(t, brokers, cat.Topic(topics.Samples), len(execs), 30*time.Second)
-	prompts := pipelinetest.ReadN(t, brokers, cat.Topic(topics.Refinements), 3, 30*time.Second)
-	if len(samples) != len(execs) || len(prompts) != 3 {
-		t.Fatalf("%d samples, %d prompts; want %d, 3", len(samples), len(prompts), len(execs))
+	samples := pipelinetest.ReadN(t, brokers, cat.Topic(topics.Samples), len(execs)+1, time.Minute)
+	prompts := pipelinetest.ReadN(t, brokers, cat.Topic(topics.Refinements), 4, time.Minute)
+	dlq := pipelinetest.ReadN(t, brokers, cat.Topic(topics.DLQ), 2, time.Minute)
+	if len(samples) != len(execs)+1 || len(prompts) != 4 || len(dlq) != 2 {
+		t.Fatalf("%d samples, %d prompts, %d dead letters; want %d, 4, 2", len(samples), len(prompts), len(dlq), len(execs)+1)
+	}
+	reasons := map[string]bool{}
+	for _, r := range dlq {
+		var dl topics.DeadLetter
+		if err := topics.Decode(r.Value, &dl); err != nil {
+			t.Fatal(err)
+		}
+		reasons[strings.SplitN(dl.Reason, ":", 2)[0]] = true
+	}
+	if !reasons["malformed"] || !reasons["task_not_found"] {
+		t.Errorf("dead letter reasons %v, want malformed and task_not_found", reasons)
 	}
 	partition := map[string]int{}
 	children := map[string]int{}
@@ -89,6 +133,7 @@ func TestBrokerExecutionsToSamplesAndPrompts(t *testing.T) {
 			t.Errorf("node %s: children_requested %d (present %v), want %d", node, got, ok, n)
 		}
 	}
+	texts := map[string][]string{}
 	for _, r := range prompts {
 		var p topics.Prompt
 		if err := topics.Decode(r.Value, &p); err != nil {
@@ -109,29 +154,18 @@ func TestBrokerExecutionsToSamplesAndPrompts(t *testing.T) {
 		if p.GroupID != parent.NodeID || p.Turn != parent.Turn+1 || p.GroupSize != children[parent.NodeID] || p.TreeID != parent.TreeID {
 			t.Fatalf("prompt %+v does not follow its parent (turn %d)", p, parent.Turn)
 		}
+		texts[p.ParentID] = append(texts[p.ParentID], p.Text)
 	}
-}
-
-// runStage consumes n records of the executions topic with the stage's
-// handler and produces what it returns; the poison record must be refused
-// as poison and produce nothing.
-func runStage(t *testing.T, brokers []string, st *Stage, n int) {
-	t.Helper()
-	spec := st.Spec()
-	recs := pipelinetest.ReadN(t, brokers, spec.Inputs[0], n, 30*time.Second)
-	poisoned := 0
-	for _, rec := range recs {
-		outs, err := spec.Handler(context.Background(), rec)
-		if err != nil {
-			if poisonReason(err) == "" {
-				t.Fatalf("record at offset %d: %v", rec.Offset, err)
-			}
-			poisoned++
-			continue
+	if r := texts[execs[1].NodeID]; len(r) != 2 || r[0] != r[1] {
+		t.Errorf("the replayed execution produced %d prompts, different: %v", len(r), len(r) == 2 && r[0] != r[1])
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && ctx.Err() == nil {
+			t.Fatal(err)
 		}
-		pipelinetest.Produce(t, brokers, outs...)
-	}
-	if poisoned != 1 {
-		t.Fatalf("%d poison records, want 1", poisoned)
+	case <-time.After(time.Minute):
+		t.Fatal("the runtime did not stop")
 	}
 }

@@ -250,18 +250,18 @@ func (j *LLMJudge) JudgeMessages(task *topics.Task, ex *topics.Execution) []topi
 		rubric = DefaultJudgeRubric
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Task (%s, %s)\n%s\n\n", task.TaskID, task.Kind, task.Prompt)
+	fmt.Fprintf(&b, "Task %s (%s):\n%s\n\n", task.TaskID, task.Kind, task.Prompt)
 	if j.cfg.IncludeReference {
 		if task.ReferencePatch != "" {
-			fmt.Fprintf(&b, "## Reference patch (one correct fix; others may be correct too)\n%s\n\n", headTail(task.ReferencePatch, j.cfg.MaxCodeBytes))
+			fmt.Fprintf(&b, "Reference patch (one correct fix; others may be correct too):\n%s\n\n", headTail(task.ReferencePatch, j.cfg.MaxCodeBytes))
 		} else if task.Reference != "" {
-			fmt.Fprintf(&b, "## Reference solution (one correct solution; others may be correct too)\n%s\n\n", headTail(task.Reference, j.cfg.MaxCodeBytes))
+			fmt.Fprintf(&b, "Reference solution (one correct solution; others may be correct too):\n%s\n\n", headTail(task.Reference, j.cfg.MaxCodeBytes))
 		}
 	}
-	fmt.Fprintf(&b, "## Candidate\n```%s\n%s\n```\n\n", languageOf(task.Kind), headTail(ex.Code, j.cfg.MaxCodeBytes))
-	fmt.Fprintf(&b, "## Execution summary\nstatus: %s, tests passed: %d of %d\n", ex.Status, ex.TestsPassed, ex.TestsTotal)
+	fmt.Fprintf(&b, "Candidate:\n```%s\n%s\n```\n", languageOf(task.Kind), headTail(ex.Code, j.cfg.MaxCodeBytes))
+	fmt.Fprintf(&b, "Result: %s, %d of %d tests passed.\n", ex.Status, ex.TestsPassed, ex.TestsTotal)
 	if ex.Feedback != "" {
-		fmt.Fprintf(&b, "feedback:\n%s\n", headTail(ex.Feedback, 2048))
+		fmt.Fprintf(&b, "Feedback:\n%s\n", headTail(ex.Feedback, 2048))
 	}
 	return []topics.Message{{Role: "system", Content: rubric}, {Role: "user", Content: b.String()}}
 }

@@ -39,12 +39,16 @@ func realServer(t *testing.T) (*openaitest.Server, *openaitest.FaultProxy) {
 	return srv, openaitest.NewFaultProxy(t, u.Scheme+"://"+u.Host)
 }
 
-func realChat(t *testing.T, srv *openaitest.Server, base string, extra map[string]any) *OpenAIChat {
+// realChat is a chat model on the real server; format, when not nil, is sent
+// as the request's response_format.
+func realChat(t *testing.T, srv *openaitest.Server, base string, maxTokens int, format map[string]any) *OpenAIChat {
 	t.Helper()
 	cfg := llmConfig(base)
 	cfg.Client.Model = srv.Model
-	cfg.MaxTokens = 24
-	cfg.Extra = extra
+	cfg.MaxTokens = maxTokens
+	if format != nil {
+		cfg.Extra = map[string]any{"response_format": format}
+	}
 	m, err := NewOpenAIChat(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -54,17 +58,17 @@ func realChat(t *testing.T, srv *openaitest.Server, base string, extra map[strin
 
 // tinyJudgeCase fits the server's 256-token window.
 func tinyJudgeCase() (*topics.Task, *topics.Execution) {
-	task := &topics.Task{SchemaVersion: topics.SchemaVersion, TaskID: "t", Kind: topics.KindPythonFunction, Prompt: "add(a,b)", EntryPoint: "add"}
-	ex := execution(func(e *topics.Execution) { e.TaskID, e.Code, e.Feedback = "t", "def add(a,b):return a+b", "" })
+	task := &topics.Task{SchemaVersion: topics.SchemaVersion, TaskID: "t", Kind: topics.KindPythonFunction, Prompt: "add", EntryPoint: "f"}
+	ex := execution(func(e *topics.Execution) { e.TaskID, e.Code, e.Feedback = "t", "def f(a,b):return a+b", "" })
 	return task, ex
 }
 
 func TestRealServerJudge(t *testing.T) {
 	srv, proxy := realServer(t)
 	jcfg := DefaultConfig().LLMJudge
-	jcfg.Rubric = "JSON verdict."
+	jcfg.Rubric = "JSON."
 	jcfg.Attempts = 2
-	judge, err := NewLLMJudge(jcfg, realChat(t, srv, proxy.URL, verdictSchema))
+	judge, err := NewLLMJudge(jcfg, realChat(t, srv, proxy.URL, 48, verdictSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ func TestRealServerJudge(t *testing.T) {
 
 	// Outage: the judgement fails, the sample is infrastructure.
 	proxy.SetDown(true)
-	other := execution(func(e *topics.Execution) { e.TaskID, e.Code = "t", "def add(a,b):return b+a" })
+	other := execution(func(e *topics.Execution) { e.TaskID, e.Code, e.Feedback = "t", "def f(a,b):return b+a", "" })
 	_, err = judge.Judge(ctx, task, other)
 	var je *JudgeError
 	if !errors.As(err, &je) {
@@ -104,9 +108,9 @@ func TestRealServerJudgeUnparsable(t *testing.T) {
 	srv, proxy := realServer(t)
 	cfg := DefaultConfig()
 	cfg.Judges = []string{JudgeLLM}
-	cfg.LLMJudge.Rubric = "JSON verdict."
+	cfg.LLMJudge.Rubric = "JSON."
 	cfg.LLMJudge.Attempts = 2
-	g, err := NewGovernor(cfg, realChat(t, srv, proxy.URL, nil), WithClock(clock))
+	g, err := NewGovernor(cfg, realChat(t, srv, proxy.URL, 48, nil), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +131,7 @@ func TestRealServerJudgeUnparsable(t *testing.T) {
 // window is refused by the server; the sample is infrastructure.
 func TestRealServerContextOverflow(t *testing.T) {
 	srv, proxy := realServer(t)
-	judge, err := NewLLMJudge(DefaultConfig().LLMJudge, realChat(t, srv, proxy.URL, verdictSchema))
+	judge, err := NewLLMJudge(DefaultConfig().LLMJudge, realChat(t, srv, proxy.URL, 48, verdictSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +161,13 @@ func TestRealServerScorer(t *testing.T) {
 	scfg := DefaultConfig().LLMScorer
 	scfg.Rubric = "JSON scores."
 	scfg.MaxStepBytes = 64
-	scorer, err := NewLLMScorer(scfg, realChat(t, srv, proxy.URL, schema))
+	scorer, err := NewLLMScorer(scfg, realChat(t, srv, proxy.URL, 24, schema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := &topics.Task{TaskID: "t", Prompt: "fix"}
 	ex := execution(func(e *topics.Execution) {
-		e.ResponseText = "<tool_call>{\"name\":\"view\",\"arguments\":{\"path\":\"a\"}}</tool_call><tool_call>{\"name\":\"run\",\"arguments\":{}}</tool_call>"
+		e.ResponseText = "<tool_call>{\"name\":\"view\"}</tool_call><tool_call>{\"name\":\"run\"}</tool_call>"
 		e.StepEnds = []int{10, 20}
 	})
 	steps, aligned := alignSteps(&ex.Candidate)

@@ -3,8 +3,6 @@ package govern
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,16 +12,13 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// poisonReason returns the reason of a pipeline.Poison error ("" when err is
-// not poison).
+// poisonReason returns the reason of a poison error ("" when err is not
+// poison: the runtime retries it).
 func poisonReason(err error) string {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if fmt.Sprintf("%T", e) == "*pipeline.poisonError" {
-			reason, _, _ := strings.Cut(e.Error(), ": ")
-			return reason
-		}
+	if !pipeline.IsPoison(err) {
+		return ""
 	}
-	return ""
+	return pipeline.Reason(err)
 }
 
 func newTestStage(t *testing.T, cfg Config, tasks TaskLookup) (*Stage, *prometheus.Registry) {
