@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	json "github.com/goccy/go-json"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 	"github.com/murphy-rl/murphy/topics"
-	json "github.com/goccy/go-json"
 )
 
 func prompt(tree string) *topics.Prompt {

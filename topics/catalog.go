@@ -44,8 +44,8 @@ const DefaultMaxMessageBytes = 64 << 20
 
 // Catalog resolves catalog names to concrete topic names and specs.
 type Catalog struct {
-	Prefix     string
-	Partitions int
+	Prefix     string `yaml:"prefix"`
+	Partitions int    `yaml:"partitions"`
 }
 
 // DefaultCatalog is the catalog used when nothing is configured.

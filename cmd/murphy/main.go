@@ -31,6 +31,11 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newRunCmd(),
+		newStageCmd(),
+		newTopicsCmd(),
+		newBrokerCmd(),
+		newCompareCmd(),
 		newVersionCmd(),
 		newExecCmd(),
 		newCreditCmd(),

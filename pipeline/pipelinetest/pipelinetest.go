@@ -15,7 +15,6 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/segmentio/kafka-go"
 )
 
 // EnvBrokers names the environment variable that points tests at a real broker.
@@ -104,45 +103,17 @@ func ReadN(t testing.TB, brokers []string, topic string, n int, timeout time.Dur
 func ReadAll(ctx context.Context, brokers []string, topic string, n int, timeout time.Duration) ([]pipeline.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
+	recs := []pipeline.Record{}
+	ch, err := pipeline.Tail(ctx, Kafka(brokers), topic)
 	if err != nil {
 		return nil, err
 	}
-	parts, err := conn.ReadPartitions(topic)
-	conn.Close()
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan pipeline.Record)
-	for _, p := range parts {
-		go func(p int) {
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p,
-				MaxBytes: 64 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					return
-				}
-				rec := pipeline.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Time: m.Time}
-				for _, h := range m.Headers {
-					if rec.Headers == nil {
-						rec.Headers = map[string]string{}
-					}
-					rec.Headers[h.Key] = string(h.Value)
-				}
-				select {
-				case out <- rec:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}(p.ID)
-	}
-	var recs []pipeline.Record
 	for len(recs) < n {
 		select {
-		case r := <-out:
+		case r, ok := <-ch:
+			if !ok {
+				return recs, ctx.Err()
+			}
 			recs = append(recs, r)
 		case <-ctx.Done():
 			return recs, ctx.Err()

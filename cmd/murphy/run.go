@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/builtin"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/spf13/cobra"
+)
+
+// runOptions are the settings of `murphy run` beyond the stage sections.
+type runOptions struct {
+	Tasks        string
+	Format       string
+	Out          string
+	Turns        int
+	GroupSizes   []int
+	TreesPerTask int
+	Seed         int64
+	RunID        string
+	Timeout      time.Duration
+	Progress     time.Duration
+	DataDir      string
+}
+
+func newRunCmd() *cobra.Command {
+	cfg := defaultConfig()
+	cfg.Topics.Partitions = 4
+	cfg.Emit.Dir = "out"
+	opt := runOptions{Out: "out", Turns: 3, GroupSizes: []int{4}, TreesPerTask: 1, Seed: 1,
+		Timeout: 30 * time.Minute, Progress: 2 * time.Second}
+	var path string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run every stage in one process on the embedded broker with the simulated policy",
+		Long: `Run the whole pipeline in one process: an embedded Kafka-protocol broker,
+the five stages wired exactly as in production, the simulated policy (NOT a
+model: it samples reference solutions, mutants and broken code to exercise the
+method), and the built-in task set (or --tasks FILE). Trees grow over --turns
+turns from execution feedback, are credited, and land as Arrow files in --out.
+
+Progress is printed while it works; a summary at the end. The exit code is 0
+only when every tree completed and is in the output files.`,
+		Example: `  murphy run
+  murphy run --turns 3 --group-sizes 8,4 --trees-per-task 2 --out out/
+  murphy run --tasks ../shared/data/humaneval/HumanEval.jsonl.gz --format humaneval`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadConfig(cmd.Flags(), path, &cfg); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if cmd.Flags().Changed("out") || cfg.Emit.Dir == "out" {
+				cfg.Emit.Dir = opt.Out
+			}
+			return runAll(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &cfg, opt)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&path, "config", "", "YAML configuration file")
+	f.StringVar(&opt.Tasks, "tasks", "", "task file (default: the built-in task set)")
+	f.StringVar(&opt.Format, "format", "", "task file format: "+fmt.Sprint(tasks.Formats())+" (default: detect)")
+	f.StringVar(&opt.Out, "out", opt.Out, "output directory for Arrow files")
+	f.IntVar(&opt.Turns, "turns", opt.Turns, "turns per tree (max_turns)")
+	f.IntSliceVar(&opt.GroupSizes, "group-sizes", opt.GroupSizes, "children sampled per turn; the last repeats (e.g. 8,4)")
+	f.IntVar(&opt.TreesPerTask, "trees-per-task", opt.TreesPerTask, "trees per task")
+	f.Int64Var(&opt.Seed, "seed", opt.Seed, "seed of the simulated policy and the sandbox")
+	f.StringVar(&opt.RunID, "run-id", "", "run id, prefix of tree ids (default: run-<seed>)")
+	f.DurationVar(&opt.Timeout, "timeout", opt.Timeout, "give up after this long")
+	f.DurationVar(&opt.Progress, "progress", opt.Progress, "progress line interval (0 = off)")
+	f.StringVar(&opt.DataDir, "broker-data-dir", "", "persist the embedded broker's log here")
+	bindCommon(f, &cfg)
+	for _, n := range stageNames {
+		bindStage(f, &cfg, n)
+	}
+	return cmd
+}
+
+func loadTasks(opt runOptions, stderr io.Writer) ([]topics.Task, error) {
+	if opt.Tasks == "" {
+		return builtin.Tasks()
+	}
+	ts, lineErrs, err := tasks.Load(opt.Tasks, opt.Format)
+	if err != nil {
+		return nil, err
+	}
+	for _, le := range lineErrs {
+		fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", opt.Tasks, le.Line, le.Err)
+	}
+	return ts, nil
+}
+
+func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runOptions) error {
+	if opt.RunID == "" {
+		opt.RunID = "run-" + strconv.FormatInt(opt.Seed, 10)
+	}
+	cfg.Generate.Policy.Simulated.Seed = opt.Seed
+	cfg.Execute.Sandbox.Seed = opt.Seed
+	if err := cfg.validate(stageNames); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	ts, err := loadTasks(opt, stderr)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if len(ts) == 0 {
+		return &exitError{code: 2, err: errors.New("run: no tasks")}
+	}
+	sub := generate.DefaultSubmitConfig()
+	sub.RunID, sub.MaxTurns, sub.GroupSizes, sub.GroupSize = opt.RunID, opt.Turns, opt.GroupSizes, opt.GroupSizes[0]
+	sub.TreesPerTask, sub.Seed = opt.TreesPerTask, opt.Seed
+	if err := sub.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := os.MkdirAll(cfg.Emit.Dir, 0o755); err != nil {
+		return err
+	}
+	log := stderrLogger(cfg)
+
+	broker, err := pipeline.StartEmbedded(pipeline.EmbeddedConfig{Partitions: cfg.Topics.Partitions, DataDir: opt.DataDir})
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	cfg.Kafka.Brokers = broker.Brokers()
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	if err := pipeline.EnsureTopics(ctx, cfg.Kafka, cfg.Topics); err != nil {
+		return err
+	}
+	rt, err := pipeline.NewRuntime(pipeline.RuntimeConfig{Kafka: cfg.Kafka, Catalog: cfg.Topics, Name: "run",
+		HTTPAddr: cfg.HTTPAddr, Logger: log})
+	if err != nil {
+		return err
+	}
+	set, err := addStages(ctx, rt, cfg, stageNames)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	runCtx, stopRuntime := context.WithCancel(context.Background())
+	defer stopRuntime()
+	runDone := make(chan error, 1)
+	go func() { runDone <- rt.Run(runCtx) }()
+
+	policyLabel := cfg.Generate.Policy.Kind
+	if policyLabel == "simulated" {
+		policyLabel = "simulated (not a model)"
+	}
+	fmt.Fprintf(stderr, "murphy run %s: %d tasks x %d trees, turns %d, group sizes %v, policy %s, embedded broker %v\n",
+		opt.RunID, len(ts), opt.TreesPerTask, opt.Turns, opt.GroupSizes, policyLabel, broker.Brokers())
+	start := time.Now()
+	rep, err := generate.Submit(ctx, rt.Producer(), cfg.Topics, sub, ts, 0)
+	if err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	for _, e := range rep.Skipped {
+		fmt.Fprintf(stderr, "skipped task: %v\n", e)
+	}
+	mon := newMonitor(rep.Trees)
+	monErr := mon.watch(ctx, cfg.Kafka, cfg.Topics, stderr, opt.Progress, start)
+
+	// Stop the stages: in-flight records finish, files are closed.
+	stopRuntime()
+	select {
+	case rerr := <-runDone:
+		if rerr != nil {
+			log.Error("runtime stopped with an error", "error", rerr)
+		}
+	case <-time.After(2 * time.Minute):
+		log.Error("runtime did not stop in time")
+	}
+	files, fileTrees, ferr := countOutput(cfg.Emit.Dir)
+	elapsed := time.Since(start)
+	mon.summary.print(stdout, elapsed, files, fileTrees)
+	switch {
+	case monErr != nil:
+		return &exitError{code: 1, err: fmt.Errorf("run incomplete: %w", monErr)}
+	case ferr != nil:
+		return &exitError{code: 1, err: fmt.Errorf("output: %w", ferr)}
+	case mon.summary.Incomplete > 0:
+		return &exitError{code: 1, err: fmt.Errorf("%d trees closed incomplete", mon.summary.Incomplete)}
+	case fileTrees != rep.Trees:
+		return &exitError{code: 1, err: fmt.Errorf("output files hold %d of %d trees", fileTrees, rep.Trees)}
+	}
+	return nil
+}
+
+// countOutput counts the distinct trees in the batch files of dir.
+func countOutput(dir string) ([]string, int, error) {
+	files, err := dataset.Files(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := dataset.ReadDir(dir)
+	if err != nil {
+		return files, 0, err
+	}
+	return files, dataset.Trees(rows), nil
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages/credit"
+	"github.com/murphy-rl/murphy/stages/emit"
+	"github.com/murphy-rl/murphy/stages/execute"
+	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/stages/govern"
+	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/spf13/pflag"
+)
+
+// Config is the whole configuration: the cluster, the topic catalog and one
+// section per stage, each with its component's defaults and validation.
+type Config struct {
+	Kafka  pipeline.KafkaConfig `yaml:"kafka"`
+	Topics topics.Catalog       `yaml:"topics"`
+	// HTTPAddr serves /metrics, /healthz and /readyz ("" = off).
+	HTTPAddr string `yaml:"http_addr"`
+	// TaskCache bounds the tasks held in memory by each stage's task table.
+	TaskCache int `yaml:"task_cache"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string          `yaml:"log_level"`
+	Execute  execute.Config  `yaml:"execute"`
+	Generate generate.Config `yaml:"generate"`
+	Govern   govern.Config   `yaml:"govern"`
+	Credit   credit.Config   `yaml:"credit"`
+	Emit     emit.Config     `yaml:"emit"`
+}
+
+// stageNames in dataflow order.
+var stageNames = []string{"generate", "execute", "govern", "credit", "emit"}
+
+func defaultConfig() Config {
+	k := pipeline.DefaultKafkaConfig()
+	return Config{
+		Kafka: k, Topics: topics.DefaultCatalog(), TaskCache: 4096, LogLevel: "info",
+		Execute: execute.DefaultConfig(), Generate: generate.DefaultConfig(), Govern: govern.DefaultConfig(),
+		Credit: credit.DefaultConfig(), Emit: emit.DefaultConfig(),
+	}
+}
+
+// bindCommon registers the flags shared by every command that talks to Kafka.
+func bindCommon(fs *pflag.FlagSet, c *Config) {
+	walkPrefix(fs, "kafka.", &c.Kafka)
+	walkPrefix(fs, "topics.", &c.Topics)
+	fs.StringVar(&c.HTTPAddr, "http_addr", c.HTTPAddr, "serve /metrics, /healthz and /readyz on this address")
+	fs.IntVar(&c.TaskCache, "task_cache", c.TaskCache, "tasks held in memory per stage")
+	fs.StringVar(&c.LogLevel, "log_level", c.LogLevel, "debug, info, warn or error")
+}
+
+// bindStage registers the flags of one stage's section.
+func bindStage(fs *pflag.FlagSet, c *Config, name string) {
+	switch name {
+	case "generate":
+		walkPrefix(fs, "generate.", &c.Generate)
+	case "execute":
+		walkPrefix(fs, "execute.", &c.Execute)
+	case "govern":
+		walkPrefix(fs, "govern.", &c.Govern)
+	case "credit":
+		walkPrefix(fs, "credit.", &c.Credit)
+	case "emit":
+		walkPrefix(fs, "emit.", &c.Emit)
+	}
+}
+
+func (c *Config) validate(stages []string) error {
+	errs := []error{c.Kafka.Validate(), c.Topics.Validate()}
+	for _, s := range stages {
+		var err error
+		switch s {
+		case "generate":
+			err = c.Generate.Validate()
+		case "execute":
+			err = c.Execute.Validate()
+		case "govern":
+			err = c.Govern.Validate()
+		case "credit":
+			err = c.Credit.Validate()
+		case "emit":
+			err = c.Emit.Validate()
+		default:
+			err = fmt.Errorf("unknown stage %q (stages: %s)", s, strings.Join(stageNames, ", "))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// stageSet builds stages on a runtime and releases what they hold.
+type stageSet struct {
+	closers []func()
+	table   *pipeline.Table
+}
+
+func (s *stageSet) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// addStages wires the named stages onto rt. Every stage talks to the others
+// only through topics.
+func addStages(ctx context.Context, rt *pipeline.Runtime, cfg *Config, names []string) (*stageSet, error) {
+	set := &stageSet{}
+	cat := cfg.Topics
+	reg := rt.Registry()
+	lookup := func() tasks.Lookup {
+		if set.table == nil {
+			set.table = pipeline.NewTable(cfg.Kafka, cat.Topic(topics.Tasks), cfg.TaskCache)
+			set.closers = append(set.closers, set.table.Close)
+		}
+		return tasks.FromTable(set.table, pipeline.ErrNotFound)
+	}
+	sorted := append([]string(nil), names...)
+	sort.SliceStable(sorted, func(i, j int) bool { return stageIndex(sorted[i]) < stageIndex(sorted[j]) })
+	for _, name := range sorted {
+		var err error
+		switch name {
+		case "generate":
+			var st *generate.Stage
+			if st, err = generate.New(cfg.Generate, lookup(), cat, reg); err == nil {
+				for _, spec := range st.Specs() {
+					if err = rt.AddStage(spec); err != nil {
+						break
+					}
+				}
+			}
+		case "execute":
+			var pool *sandbox.Pool
+			if pool, err = sandbox.NewPool(ctx, cfg.Execute.Sandbox); err != nil {
+				err = fmt.Errorf("sandbox: %w", err)
+				break
+			}
+			set.closers = append(set.closers, func() { _ = pool.Close() })
+			var st *execute.Stage
+			if st, err = execute.New(cfg.Execute, pool, lookup(), cat, reg); err == nil {
+				err = rt.AddStage(st.Spec())
+			}
+		case "govern":
+			var st *govern.Stage
+			if st, err = govern.NewStage(cfg.Govern, lookup(), nil, cat, reg); err == nil {
+				err = rt.AddStage(st.Spec())
+			}
+		case "credit":
+			var st *credit.Stage
+			if st, err = credit.NewStage(cfg.Credit, rt.Producer(), cat, cfg.Kafka, reg); err == nil {
+				err = rt.AddPartitionStage(st.Spec())
+			}
+		case "emit":
+			var st *emit.Stage
+			if st, err = emit.NewStage(cfg.Emit, rt.Producer(), cat, cfg.Kafka, reg); err == nil {
+				err = rt.AddPartitionStage(st.Spec())
+			}
+		default:
+			err = fmt.Errorf("unknown stage %q (stages: %s)", name, strings.Join(stageNames, ", "))
+		}
+		if err != nil {
+			set.Close()
+			return nil, fmt.Errorf("stage %s: %w", name, err)
+		}
+	}
+	return set, nil
+}
+
+func stageIndex(name string) int {
+	for i, n := range stageNames {
+		if n == name {
+			return i
+		}
+	}
+	return len(stageNames)
+}
+
+func stderrLogger(cfg *Config) *slog.Logger { return newLogger(cfg.LogLevel, os.Stderr) }
