@@ -131,18 +131,17 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case ps = <-p.idle:
+		select {
+		case <-p.closed:
+			p.idle <- ps // Close collects it
+			return nil, ErrClosed
+		default:
+		}
 	}
 	p.busy.Add(1)
 	defer func() {
 		p.busy.Add(-1)
-		select {
-		case <-p.closed:
-			if ps.s != nil {
-				ps.s.stop()
-			}
-		default:
-			p.idle <- ps
-		}
+		p.idle <- ps // never blocks: the channel holds every slot
 	}()
 	p.jobs.Add(1)
 	if ps.s == nil {
@@ -202,8 +201,9 @@ func (p *Pool) UIDs() []int {
 func (p *Pool) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
-		// Idle slots are stopped now, busy ones when their job returns.
-		deadline := time.After(30 * time.Second)
+		// Idle slots are stopped now, busy ones when their job returns
+		// (its wall limit bounds the wait).
+		deadline := time.After(p.cfg.Limits.Wall + time.Minute)
 		for range len(p.all) {
 			select {
 			case ps := <-p.idle:

@@ -156,3 +156,33 @@ print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "caps": caps, "env": s
 		t.Error("the host environment leaked")
 	}
 }
+
+// TestCloseWithRunningJob closes the pool during a job: the job ends, the
+// pool refuses new jobs and no process is left.
+func TestCloseWithRunningJob(t *testing.T) {
+	p := testPool(t, 1)
+	uid := p.UIDs()[0]
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(context.Background(), &Job{Mode: ModeProgram, Code: "import time\ntime.sleep(2)\n"})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	p.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the running job failed: %v", err)
+	}
+	if _, err := p.Run(context.Background(), &Job{Mode: ModeProgram, Code: "print(1)"}); err != ErrClosed {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+	if left := uidProcesses(uid); len(left) != 0 {
+		t.Fatalf("processes left: %v", left)
+	}
+	if pids := p.WorkerPIDs(); len(pids) != 0 {
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				t.Fatalf("sandbox %d still alive", pid)
+			}
+		}
+	}
+}

@@ -123,6 +123,10 @@ func (e *Evaluator) function(ctx context.Context, task *topics.Task, code string
 		}
 	}
 	res, err := e.Runner.Run(ctx, job)
+	if err == nil {
+		// A job cut short by cancellation says nothing about the program.
+		err = ctx.Err()
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -144,6 +148,9 @@ func (e *Evaluator) stdio(ctx context.Context, task *topics.Task, code string) (
 			continue
 		}
 		res, err := e.Runner.Run(ctx, &sandbox.Job{Mode: sandbox.ModeProgram, Code: code, Stdin: []byte(c.tc.Stdin), Limits: limits(task)})
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -168,3 +168,25 @@ func forged(t testing.TB, c *topics.Candidate) []byte {
 	}
 	return b
 }
+
+// TestEvaluateCanceled: a run cut short by cancellation is an error for the
+// runtime to retry, never a verdict.
+func TestEvaluateCanceled(t *testing.T) {
+	pool := testPool(t, 1)
+	ev := &Evaluator{Runner: pool}
+	for _, task := range []topics.Task{fnTask(20000), stdioTask()} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		code := "def f(x):\n    while True: pass\n"
+		if task.Kind == topics.KindStdio {
+			code = "while True: pass\n"
+		}
+		_, err := ev.Evaluate(ctx, &task, code)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: err = %v, want the context's error", task.Kind, err)
+		}
+	}
+	if st := pool.Stats(); st.Restarts != 0 {
+		t.Errorf("cancellation broke a sandbox: %+v", st)
+	}
+}
