@@ -54,6 +54,9 @@ func TestGovernCauses(t *testing.T) {
 		{"harness timeout", execution(func(e *topics.Execution) {
 			e.Status, e.SandboxError, e.TestsPassed = topics.StatusSandboxError, "Harness timeout: worker did not answer within 60s", 0
 		}), nil, want{CauseHarnessTimeout, topics.RouteMasked, 0, true, 0, nil}},
+		{"harness deadline (the sandbox's own message)", execution(func(e *topics.Execution) {
+			e.Status, e.SandboxError, e.TestsPassed = topics.StatusSandboxError, "canceled: context deadline exceeded", 0
+		}), nil, want{CauseHarnessTimeout, topics.RouteMasked, 0, true, 0, nil}},
 		{"not run without a cause", execution(status(topics.StatusNotRun)), nil,
 			want{CauseNotRun, topics.RouteMasked, 0, true, 0, nil}},
 		{"unknown infra cause kept", execution(func(e *topics.Execution) { e.InfraCause, e.Status = "infra.gpu_lost", topics.StatusNotRun }),
