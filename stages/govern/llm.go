@@ -158,9 +158,6 @@ func parseStrictJSON(answer string, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnparsable, err)
 	}
-	if dec.More() {
-		return fmt.Errorf("%w: text after the JSON object", ErrUnparsable)
-	}
 	var rest bytes.Buffer
 	rest.ReadFrom(dec.Buffered())
 	if strings.TrimSpace(rest.String()) != "" {
