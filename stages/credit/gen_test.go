@@ -107,3 +107,26 @@ func mustTree(samples []*topics.Sample) *Tree {
 	}
 	return t
 }
+
+// interleave streams trees' samples the way a live pipeline does: up to
+// window trees are in flight at once, each tree's samples in random order.
+func interleave(rng *rand.Rand, trees [][]*topics.Sample, window int) []*topics.Sample {
+	var out []*topics.Sample
+	var active [][]*topics.Sample
+	next := 0
+	for next < len(trees) || len(active) > 0 {
+		for len(active) < window && next < len(trees) {
+			tr := append([]*topics.Sample{}, trees[next]...)
+			rng.Shuffle(len(tr), func(i, j int) { tr[i], tr[j] = tr[j], tr[i] })
+			active = append(active, tr)
+			next++
+		}
+		i := rng.IntN(len(active))
+		out = append(out, active[i][0])
+		active[i] = active[i][1:]
+		if len(active[i]) == 0 {
+			active = append(active[:i], active[i+1:]...)
+		}
+	}
+	return out
+}

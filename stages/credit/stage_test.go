@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -386,13 +385,9 @@ func TestOpenTreeCapAppliesBackpressure(t *testing.T) {
 func TestPoisonRecordsDoNotHoldTheWatermark(t *testing.T) {
 	good := fullSamples(build("ok", 1, []nb{{r: 1}, {r: 0}}))
 	gb, _ := topics.Encode(good[0])
-	orphan := *good[1]
-	orphan.Turn = 1
-	orphan.TreeID = "other"
-	orphan.GroupID = topics.RootID("other")
-	orphan.NodeID = topics.NodeID("other", orphan.GroupID, 1)
-	orphan.MaxTurns = 1
-	orphan.ChildrenRequested = 0
+	bad := *good[1]
+	bad.ChildrenRequested = 2 // at the last turn: valid on the wire, impossible in a tree
+	bb, _ := topics.Encode(&bad)
 	tests := []struct {
 		name   string
 		key    string
@@ -402,14 +397,15 @@ func TestPoisonRecordsDoNotHoldTheWatermark(t *testing.T) {
 		{"not json", "ok", []byte("{"), "malformed"},
 		{"unknown version", "ok", []byte(`{"schema_version":9}`), "unknown_schema_version"},
 		{"key is not the tree", "other", gb, "key_mismatch"},
+		{"contradicts its tree", "ok", bb, "inconsistent_sample"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newTestStage(t, nil)
 			p := assigned(t, s, -1)
 			err := p.Process(context.Background(), pipeline.Record{Offset: 7, Key: []byte(tc.key), Value: tc.value})
-			if err == nil || !strings.HasPrefix(err.Error(), tc.reason+":") {
-				t.Fatalf("err = %v, want poison %s", err, tc.reason)
+			if !pipeline.IsPoison(err) || pipeline.Reason(err) != tc.reason {
+				t.Fatalf("err = %v (reason %q), want poison %s", err, pipeline.Reason(err), tc.reason)
 			}
 			if off, ok := p.CommitOffset(); !ok || off != 8 || len(p.open) != 0 {
 				t.Fatalf("commit %d ok=%v open=%d", off, ok, len(p.open))
