@@ -132,7 +132,8 @@ type openTree struct {
 	firstTime time.Time // record timestamps, for time-to-complete
 	lastTime  time.Time
 	elem      *list.Element
-	pending   bool // complete, but its emission failed: retried on Tick
+	pending   bool // its emission failed: retried on Tick
+	stuck     bool // closed at its deadline (counted once)
 }
 
 type doneEntry struct {
@@ -344,17 +345,17 @@ func (p *processor) flushPending(ctx context.Context) error {
 // closeStuck closes a tree that will not complete: flagged and emitted, or
 // dropped, per Config.Incomplete.
 func (p *processor) closeStuck(ctx context.Context, ot *openTree) error {
-	if p.s.cfg.Incomplete == IncompleteFlag {
-		if err := p.emit(ctx, ot); err != nil {
-			return err
-		}
-	} else {
-		p.drop(ot)
-		p.remember(ot.t.ID(), p.maxpos)
+	if !ot.stuck {
+		ot.stuck = true
+		p.s.m.StuckTrees.Inc()
+		p.s.logger.Warn("credit: tree closed incomplete", "partition", p.partition, "tree_id", ot.t.ID(),
+			"nodes", ot.t.Len(), "missing", ot.t.Missing(), "action", p.s.cfg.Incomplete)
 	}
-	p.s.m.StuckTrees.Inc()
-	p.s.logger.Warn("credit: tree closed incomplete", "partition", p.partition, "tree_id", ot.t.ID(),
-		"nodes", ot.t.Len(), "missing", ot.t.Missing(), "action", p.s.cfg.Incomplete)
+	if p.s.cfg.Incomplete == IncompleteFlag {
+		return p.emit(ctx, ot)
+	}
+	p.drop(ot)
+	p.remember(ot.t.ID(), p.maxpos)
 	return nil
 }
 

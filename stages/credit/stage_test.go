@@ -305,6 +305,12 @@ func TestStuckTreesCloseAtTheirDeadline(t *testing.T) {
 			if off, _ := p.CommitOffset(); len(p.open) != 1 || off != 0 {
 				t.Fatalf("closed before the deadline: open=%d commit=%d", len(p.open), off)
 			}
+			if mode == IncompleteFlag {
+				log.failNext = 1 // the broker is away at the deadline: retried on the next Tick
+				if err := p.Tick(ctx, clock.Add(time.Minute)); err == nil || len(p.open) != 1 {
+					t.Fatalf("failed emission: err=%v open=%d", err, len(p.open))
+				}
+			}
 			if err := p.Tick(ctx, clock.Add(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
