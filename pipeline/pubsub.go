@@ -422,7 +422,9 @@ func (sub *subscription) commitNow() {
 	if len(toCommit) == 0 {
 		return
 	}
-	// The commit must land even while the subscription is closing.
+	// The commit must land even while the subscription is closing, but a
+	// commit that cannot land (the group is rebalancing, the broker is gone)
+	// must not hold Close: the records are then redelivered (at least once).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -430,8 +432,7 @@ func (sub *subscription) commitNow() {
 		if err == nil {
 			return
 		}
-		if attempt >= 5 || ctx.Err() != nil {
-			// Not committed: the records will be redelivered (at least once).
+		if attempt >= 5 || ctx.Err() != nil || sub.ctx.Err() != nil {
 			sub.s.cfg.Logger.Error("commit failed", err, watermill.LogFields{"topic": sub.topic})
 			return
 		}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what it needs (Go modules,
+# bubblewrap, the Kafka jars through Maven, Python packages through pip),
+# starts a real Apache Kafka 4.4 broker (KRaft, single node), runs gofmt/vet,
+# the Go tests (with -race on the concurrent packages), the Python tests, and
+# stops the broker even on failure.
+#
+#   scripts/test.sh            everything
+#   MURPHY_TEST_SHORT=1 ...    go test -short (skips the slow suites)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+log() { printf '\n== %s\n' "$*"; }
+
+log "installing test dependencies"
+export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+bash sandbox/install-test-deps.sh
+bash tasks/builtin/install-test-deps.sh
+bash python/install-test-deps.sh
+bash openai/install-test-deps.sh
+go mod download
+deploy/kafka/kafka.sh install
+
+log "starting Kafka"
+export MURPHY_KAFKA_HOME=${MURPHY_KAFKA_HOME:-$root/.cache/kafka-test}
+export MURPHY_KAFKA_PORT=${MURPHY_KAFKA_PORT:-39192}
+deploy/kafka/kafka.sh clean >/dev/null 2>&1 || true
+trap 'deploy/kafka/kafka.sh stop' EXIT
+deploy/kafka/kafka.sh start
+export "$(deploy/kafka/kafka.sh env)"
+export MURPHY_REQUIRE_PYTHON=1 CI=${CI:-true}
+
+log "gofmt and go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+
+short=()
+[ -n "${MURPHY_TEST_SHORT:-}" ] && short=(-short)
+
+log "go test (race detector on)"
+# One package at a time keeps timing-sensitive sandbox and broker tests
+# honest on a 2-core machine.
+go test -race -p 1 -count=1 -timeout 45m "${short[@]}" ./...
+
+log "python tests"
+python3 -m pytest -q python/tests
