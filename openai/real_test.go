@@ -185,7 +185,7 @@ func TestRealServer(t *testing.T) {
 		{"http 500 is retried", []openaitest.Fault{{Kind: openaitest.Status500}}, nil, 2, 0},
 		{"429 honours Retry-After", []openaitest.Fault{{Kind: openaitest.Status429, RetryAfter: time.Second}}, nil, 2, time.Second},
 		{"connection resets are retried", []openaitest.Fault{{Kind: openaitest.Reset}, {Kind: openaitest.Reset}}, nil, 3, 0},
-		{"a stalled server times out and is retried", []openaitest.Fault{{Kind: openaitest.Stall, Delay: time.Minute}},
+		{"a stalled server times out and is retried", []openaitest.Fault{{Kind: openaitest.Stall, Delay: 5 * time.Second}},
 			func(c *Config) { c.Timeout = 700 * time.Millisecond }, 2, 700 * time.Millisecond},
 	}
 	for _, tc := range cases {

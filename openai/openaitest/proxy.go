@@ -53,6 +53,7 @@ type FaultProxy struct {
 	active    int
 	maxActive int
 	srv       *httptest.Server
+	closing   chan struct{}
 }
 
 // NewFaultProxy starts a proxy to target (scheme://host:port); it is closed
@@ -64,7 +65,7 @@ func NewFaultProxy(t testing.TB, target string) *FaultProxy {
 		t.Fatal(err)
 	}
 	u.Path = ""
-	p := &FaultProxy{}
+	p := &FaultProxy{closing: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer p.leave()
@@ -90,13 +91,17 @@ func NewFaultProxy(t testing.TB, target string) *FaultProxy {
 			select {
 			case <-r.Context().Done():
 			case <-time.After(f.Delay):
+			case <-p.closing:
 			}
 			reset(w)
 		default:
 			reset(w)
 		}
 	}))
-	t.Cleanup(p.srv.Close)
+	t.Cleanup(func() {
+		close(p.closing)
+		p.srv.Close()
+	})
 	p.URL = p.srv.URL
 	return p
 }
