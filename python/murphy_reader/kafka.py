@@ -139,17 +139,21 @@ class KafkaBatchReader:
             if b is not None:
                 yield b
 
-    def take(self, n: int, timeout: float) -> list[Batch]:
-        """Up to n batches, waiting at most timeout seconds in total."""
+    def take(self, n: int, timeout: float, idle: Optional[float] = None) -> list[Batch]:
+        """Up to n batches, waiting at most timeout seconds in total, or,
+        once a batch arrived, idle seconds without another."""
         out: list[Batch] = []
         deadline = time.monotonic() + timeout
+        last = 0.0
         while len(out) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            now = time.monotonic()
+            left = deadline - now
+            if left <= 0 or (idle is not None and out and now - last >= idle):
                 break
-            b = self.poll(min(left, 1.0))
+            b = self.poll(min(left, 0.5))
             if b is not None:
                 out.append(b)
+                last = time.monotonic()
         return out
 
     def commit(self) -> None:
