@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/murphy-rl/murphy/topics"
@@ -87,6 +88,10 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 			break
 		}
 		if gctx.Err() != nil {
+			return
+		}
+		if IsFatal(err) {
+			rt.fail(fmt.Errorf("stage %s partition %d: %w", s.Name, pa.ID, err))
 			return
 		}
 		rt.log.Warn("partition assignment failed; retrying", "stage", s.Name, "partition", pa.ID, "error", err)
