@@ -14,7 +14,7 @@ import (
 // holdProc holds records whose key starts with "hold" open (never finished)
 // and commits its low watermark: the offset of the first held record.
 type holdProc struct {
-	mu      sync.Mutex
+	mu      *sync.Mutex // shared by the processors of a run: seen is shared
 	seen    *[]pipeline.Record
 	next    int64
 	held    int64
@@ -70,7 +70,7 @@ func TestPartitionStageCommitsChosenOffset(t *testing.T) {
 							mu.Lock()
 							defer mu.Unlock()
 							assigned = append(assigned, a)
-							return &holdProc{seen: &seen}, nil
+							return &holdProc{mu: &mu, seen: &seen}, nil
 						},
 						Revoked: func(a pipeline.Assignment) {
 							mu.Lock()
