@@ -109,3 +109,37 @@ func TestPyarrowReadsGoOutput(t *testing.T) {
 		t.Fatal("pyarrow check did not report OK")
 	}
 }
+
+// The trainer example takes real steps on batches the Go stage wrote.
+func TestTrainerStepOnGoFiles(t *testing.T) {
+	py := requirePyarrow(t)
+	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("MURPHY_REQUIRE_PYTHON") == "1" {
+			t.Fatalf("torch is required here (run python/install-test-deps.sh): %v", err)
+		}
+		t.Skipf("torch not installed: %v", err)
+	}
+	dir := t.TempDir()
+	s := fileStage(t, dir, func(c *Config) { c.MaxRows = 16; c.Formats = []string{FormatParquet} })
+	proc := assign(t, s, 0, -1)
+	trees := genTrees(30, 40, testCreditConfig())
+	for i := range trees {
+		if err := proc.Process(t.Context(), record(t, "t.credited", 0, int64(i), &trees[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := proc.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, py, filepath.Join("..", "..", "python", "examples", "grpo_step.py"),
+		"--dir", dir, "--format", "parquet", "--steps", "3", "--max-length", "128", "--device", "cpu").CombinedOutput()
+	t.Logf("trainer:\n%s", out)
+	if err != nil {
+		t.Fatalf("trainer step failed: %v", err)
+	}
+	if got := strings.Count(string(out), "loss="); got != 3 {
+		t.Fatalf("%d steps reported, want 3", got)
+	}
+}
