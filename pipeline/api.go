@@ -59,7 +59,10 @@ type Producer interface {
 }
 
 // PartitionProcessor is the per-partition state machine of a stateful stage.
-// The runtime calls its methods from one goroutine per partition.
+// The runtime calls its methods from one goroutine per partition. A poison
+// error from Process sends the record to the DLQ (the processor should then
+// count it as consumed); any other error is retried with backoff until it
+// succeeds, since dropping a record would leave its tree open.
 type PartitionProcessor interface {
 	// Process handles the next record of the partition, in offset order.
 	Process(ctx context.Context, rec Record) error
@@ -109,6 +112,29 @@ func Poison(reason string, err error) error {
 		return nil
 	}
 	return &poisonError{reason: reason, err: err}
+}
+
+// transientError marks an infrastructure failure (the broker is restarting,
+// a dependency is down): the record is retried until it succeeds, never
+// dead-lettered, because nothing is wrong with it.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return "transient: " + e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// Transient marks err as a transient infrastructure failure: the record is
+// redelivered until it succeeds and never goes to the DLQ.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transientError{err: err}
+}
+
+// IsTransient reports whether err was marked Transient.
+func IsTransient(err error) bool {
+	var t *transientError
+	return errors.As(err, &t)
 }
 
 // Fatal errors stop the stage (configuration or programming errors).

@@ -32,6 +32,9 @@ func Reason(err error) string {
 	if errors.As(err, &rp) {
 		return "panic"
 	}
+	if IsTransient(err) {
+		return "transient"
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "timeout"
 	}
@@ -88,6 +91,11 @@ func (rt *Runtime) dlqMiddleware(stage string) message.HandlerMiddleware {
 				rt.fail(fmt.Errorf("stage %s: %w", stage, err))
 				return nil, err
 			}
+			if IsTransient(err) {
+				// Nack: the record is redelivered after a pause.
+				rt.log.Warn("transient failure; record will be redelivered", "stage", stage, "error", err)
+				return nil, err
+			}
 			rec := recordOf(msg)
 			if perr := rt.sendDLQ(msg.Context(), stage, rec, err); perr != nil {
 				return nil, errors.Join(err, perr)
@@ -121,6 +129,8 @@ func (rt *Runtime) retryMiddleware(stage string) message.HandlerMiddleware {
 		ShouldRetry: func(p middleware.RetryParams) bool {
 			return !IsPoison(p.Err) && !IsFatal(p.Err)
 		},
+		// A transient failure outlasting the retries is nacked (redelivered),
+		// not dead-lettered: see dlqMiddleware.
 		OnRetryHook: func(int, time.Duration) {},
 	}
 	return r.Middleware

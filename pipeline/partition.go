@@ -178,8 +178,8 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 	}
 }
 
-// process runs one record with retries; poison records and records that keep
-// failing go to the DLQ. It returns false when the partition must stop.
+// process runs one record, retrying failures with backoff until they succeed;
+// poison records go to the DLQ. It returns false when the partition must stop.
 func (pc *partitionConsumer) process(ctx context.Context, proc PartitionProcessor, rec Record) bool {
 	s, rt := pc.s, pc.rt
 	for attempt := 0; ; attempt++ {
@@ -197,7 +197,9 @@ func (pc *partitionConsumer) process(ctx context.Context, proc PartitionProcesso
 			return false
 		}
 		rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
-		if IsPoison(err) || attempt >= rt.cfg.Retry.MaxRetries {
+		// A stateful stage dead-letters only poison: dropping any other record
+		// after a few retries would leave its tree open for good.
+		if IsPoison(err) {
 			for dlqAttempt := 0; ; dlqAttempt++ {
 				derr := rt.sendDLQ(ctx, s.Name, rec, err)
 				if derr == nil {

@@ -171,7 +171,7 @@ func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
 		}
 		if err := rt.producer.Produce(msg.Context(), outs...); err != nil {
 			rt.metrics.Failures.WithLabelValues(s.Name, "produce").Inc()
-			return nil, err
+			return nil, Transient(err)
 		}
 		for _, o := range outs {
 			rt.metrics.Out.WithLabelValues(s.Name, o.Topic).Inc()
