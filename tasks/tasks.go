@@ -19,6 +19,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -287,7 +288,9 @@ func (l tableLookup) Task(ctx context.Context, id string) (*topics.Task, error) 
 		if l.notFound != nil && errors.Is(err, l.notFound) {
 			return nil, fmt.Errorf("%w: %q: %w", ErrNotFound, id, err)
 		}
-		return nil, fmt.Errorf("tasks: lookup %q: %w", id, err)
+		// The table could not be read (the broker is restarting): retry the
+		// record until it can, never dead-letter it.
+		return nil, pipeline.Transient(fmt.Errorf("tasks: lookup %q: %w", id, err))
 	}
 	var t topics.Task
 	if err := topics.Decode(b, &t); err != nil {
