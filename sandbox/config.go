@@ -32,10 +32,12 @@ type Limits struct {
 }
 
 // DefaultLimits are generous enough for HumanEval/MBPP/LiveCodeBench tasks
-// on a loaded two-core machine.
+// on a loaded two-core machine. CPU time decides a busy program's timeout,
+// so the verdict does not depend on how loaded the machine is; the wall
+// limit, twice as long, only catches programs that sleep or block.
 func DefaultLimits() Limits {
 	return Limits{
-		Wall:        10 * time.Second,
+		Wall:        20 * time.Second,
 		CPU:         10 * time.Second,
 		MemoryMB:    1024,
 		FileSizeMB:  16,

@@ -71,8 +71,10 @@ func (e *Evaluator) cap() int {
 func limits(task *topics.Task) sandbox.Limits {
 	var l sandbox.Limits
 	if task.TimeoutMS > 0 {
-		l.Wall = time.Duration(task.TimeoutMS) * time.Millisecond
-		l.CPU = l.Wall
+		// The task's time limit is CPU time (load-independent verdicts); the
+		// wall limit only catches programs that sleep or block.
+		l.CPU = time.Duration(task.TimeoutMS) * time.Millisecond
+		l.Wall = 2 * l.CPU
 	}
 	if task.MemoryMB > 0 {
 		l.MemoryMB = task.MemoryMB

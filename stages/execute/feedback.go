@@ -42,7 +42,7 @@ func renderFeedback(task *topics.Task, out *Outcome, rep *report, limit int) str
 	}
 	switch out.Status {
 	case topics.StatusTimeout:
-		fmt.Fprintf(&b, "The program exceeded the time limit of %s.\n", rep.limits.Wall)
+		fmt.Fprintf(&b, "The program exceeded the time limit of %s.\n", rep.limits.CPU)
 	case topics.StatusMemory:
 		fmt.Fprintf(&b, "The program exceeded the memory limit of %d MB.\n", rep.limits.MemoryMB)
 	case topics.StatusOutputLimit:

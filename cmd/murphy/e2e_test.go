@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
+	"github.com/murphy-rl/murphy/tasks/builtin"
+)
+
+// End-to-end tests of the whole system as separate processes: the dataset
+// must not depend on the deployment shape, and must survive kill -9 of every
+// stage and a broker restart with every tree exactly once.
+
+const (
+	e2eSeed   = "7"
+	e2eRunID  = "e2e-7"
+	e2eGroups = "2"
+	e2eTurns  = "2"
+)
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "murphy")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build murphy: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(filepath.Dir(wd))
+}
+
+// referenceRun runs `murphy run` (one process, embedded broker).
+func referenceRun(t *testing.T, bin, out string, treesPerTask int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "--seed", e2eSeed, "--run-id", e2eRunID,
+		"--group-sizes", e2eGroups, "--turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask),
+		"--progress", "10s", "--log_level", "warn", "--execute.sandbox.workers", "2")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("murphy run: %v\n%s", err, b)
+	}
+	t.Logf("reference run:\n%s", lastLines(string(b), 14))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// deployment is the pipeline as one process per stage on the real broker.
+type deployment struct {
+	t       *testing.T
+	bin     string
+	brokers string
+	prefix  string
+	out     string
+	logs    string
+	mu      sync.Mutex
+	procs   map[string]*exec.Cmd
+}
+
+// replicas of each stage: two of execute and of generate.
+var replicas = []string{"generate#1", "generate#2", "execute#1", "execute#2", "govern#1", "credit#1", "emit#1"}
+
+func newDeployment(t *testing.T, bin string, brokers []string) *deployment {
+	d := &deployment{t: t, bin: bin, brokers: strings.Join(brokers, ","), prefix: pipelinetest.Unique(t) + ".",
+		out: filepath.Join(t.TempDir(), "out"), logs: t.TempDir(), procs: map[string]*exec.Cmd{}}
+	t.Cleanup(d.stopAll)
+	return d
+}
+
+func (d *deployment) args(replica string) []string {
+	name := strings.Split(replica, "#")[0]
+	a := []string{"stage", name, "--kafka.brokers", d.brokers, "--topics.prefix", d.prefix,
+		"--topics.partitions", "4", "--log_level", "warn"}
+	switch name {
+	case "generate":
+		a = append(a, "--generate.policy.simulated.seed", e2eSeed)
+	case "execute":
+		a = append(a, "--execute.sandbox.seed", e2eSeed, "--execute.sandbox.workers", "1")
+	case "credit":
+		// Kills and a broker restart delay children; no tree may be closed
+		// as stuck because of that.
+		a = append(a, "--credit.deadline", "30m")
+	case "emit":
+		a = append(a, "--emit.dir", d.out, "--emit.file_max_age", "2s")
+	}
+	return a
+}
+
+func (d *deployment) start(replica string) {
+	f, err := os.OpenFile(filepath.Join(d.logs, strings.ReplaceAll(replica, "#", "-")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	cmd := exec.Command(d.bin, d.args(replica)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); f.Close() }()
+	d.mu.Lock()
+	d.procs[replica] = cmd
+	d.mu.Unlock()
+}
+
+func (d *deployment) kill9(replica string) {
+	d.mu.Lock()
+	cmd := d.procs[replica]
+	d.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	for i := 0; i < 100 && (cmd.ProcessState == nil); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stopAll asks every stage to shut down gracefully (SIGTERM), then kills
+// what is left.
+func (d *deployment) stopAll() {
+	d.mu.Lock()
+	procs := d.procs
+	d.procs = map[string]*exec.Cmd{}
+	d.mu.Unlock()
+	for _, c := range procs {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, c := range procs {
+		for c.ProcessState == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = c.Process.Kill()
+	}
+}
+
+func (d *deployment) submit(treesPerTask int) {
+	tasksFile := filepath.Join(repoRoot(d.t), "tasks", "builtin", "tasks.jsonl")
+	out, err := exec.Command(d.bin, "submit", "--tasks", tasksFile, "--brokers", d.brokers, "--topic-prefix", d.prefix,
+		"--partitions", "4", "--run-id", e2eRunID, "--seed", e2eSeed, "--group-sizes", e2eGroups,
+		"--max-turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask)).CombinedOutput()
+	if err != nil {
+		d.t.Fatalf("submit: %v\n%s", err, out)
+	}
+}
+
+// waitTrees polls the output files until they hold want trees.
+func (d *deployment) waitTrees(want int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		rows, err := dataset.ReadDir(d.out)
+		if err == nil && dataset.Trees(rows) >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("output holds %d of %d trees after %s (err %v); logs in %s:\n%s", dataset.Trees(rows), want, timeout, err, d.logs, d.tail())
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func (d *deployment) tail() string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(d.logs, "*.log"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		fmt.Fprintf(&b, "== %s\n%s\n", filepath.Base(f), lastLines(string(data), 8))
+	}
+	return b.String()
+}
+
+func compareDirs(t *testing.T, a, b string) {
+	t.Helper()
+	ra, err := dataset.ReadDir(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := dataset.ReadDir(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := dataset.Compare(ra, rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := func(rows []dataset.Row) map[any]dataset.Row {
+		m := map[any]dataset.Row{}
+		for _, r := range rows {
+			m[r["node_id"]] = r
+		}
+		return m
+	}
+	ia, ib := byID(ra), byID(rb)
+	for i, df := range diffs {
+		if i == 20 {
+			t.Errorf("... %d more differences", len(diffs)-20)
+			break
+		}
+		t.Error(df)
+		if x, y := ia[df.NodeID], ib[df.NodeID]; x != nil && y != nil && df.Column != "" {
+			t.Logf("  task %v turn %v: status %v/%v, cause %v/%v, tests %v/%v", x["task_id"], x["turn"],
+				x["status"], y["status"], x["failure_cause"], y["failure_cause"], x["tests_passed"], y["tests_passed"])
+		}
+	}
+	if len(ra) == 0 || len(ra) != len(rb) {
+		t.Errorf("rows: %d vs %d", len(ra), len(rb))
+	}
+}
+
+func e2eTrees(t *testing.T, treesPerTask int) int {
+	ts, err := builtin.Tasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ts) * treesPerTask
+}
+
+// TestDeploymentShapeIndependence: the same seed gives the same dataset in
+// one process on the embedded broker and as one process per stage, with two
+// replicas of execute and generate, on the real broker.
+func TestDeploymentShapeIndependence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: long")
+	}
+	brokers := pipelinetest.Brokers(t)
+	bin := buildBinary(t)
+	const k = 2
+	ref := filepath.Join(t.TempDir(), "ref")
+	referenceRun(t, bin, ref, k)
+
+	d := newDeployment(t, bin, brokers)
+	for _, r := range replicas {
+		d.start(r)
+	}
+	d.submit(k)
+	d.waitTrees(e2eTrees(t, k), 10*time.Minute)
+	d.stopAll()
+	compareDirs(t, ref, d.out)
+}
+
+// TestChaos: during a run of at least 200 trees every stage is killed with
+// SIGKILL at random moments and restarted, and the broker restarts once;
+// the final dataset equals the clean run's: every tree exactly once.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: long")
+	}
+	brokers := pipelinetest.Brokers(t)
+	bin := buildBinary(t)
+	const k = 8
+	want := e2eTrees(t, k)
+	if want < 200 {
+		t.Fatalf("chaos run needs at least 200 trees, have %d", want)
+	}
+	ref := filepath.Join(t.TempDir(), "ref")
+	referenceRun(t, bin, ref, k)
+
+	d := newDeployment(t, bin, brokers)
+	for _, r := range replicas {
+		d.start(r)
+	}
+	d.submit(k)
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	order := append([]string(nil), replicas...)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	killed := map[string]int{}
+	brokerRestarted := false
+	for i := 0; ; i++ {
+		time.Sleep(time.Duration(1000+rng.IntN(1500)) * time.Millisecond)
+		rows, _ := dataset.ReadDir(d.out)
+		done := dataset.Trees(rows)
+		everyStage := len(killed) == len(stageNames)
+		if everyStage && brokerRestarted {
+			break
+		}
+		if done >= want {
+			t.Fatalf("run finished before the chaos did (%d kills, broker restarted %v)", i, brokerRestarted)
+		}
+		victim := order[i%len(order)]
+		if i >= len(order) {
+			victim = replicas[rng.IntN(len(replicas))]
+		}
+		t.Logf("kill -9 %s (%d/%d trees out)", victim, done, want)
+		d.kill9(victim)
+		killed[strings.Split(victim, "#")[0]]++
+		time.Sleep(time.Duration(200+rng.IntN(1500)) * time.Millisecond)
+		d.start(victim)
+		if i == 3 {
+			t.Log("restarting the broker")
+			out, err := exec.Command(filepath.Join(repoRoot(t), "deploy", "kafka", "kafka.sh"), "restart").CombinedOutput()
+			if err != nil {
+				t.Fatalf("broker restart: %v\n%s", err, out)
+			}
+			brokerRestarted = true
+		}
+	}
+	t.Logf("kills per stage: %v", killed)
+	d.waitTrees(want, 15*time.Minute)
+	d.stopAll()
+	compareDirs(t, ref, d.out)
+}
