@@ -54,6 +54,9 @@ func validRewardPolicy(rec, p string) error {
 }
 
 func (s *TreeSpec) validate(rec string) error {
+	if s.MaxTurns == 0 {
+		return missing(rec, "max_turns")
+	}
 	if s.MaxTurns < 1 {
 		return invalid(rec, "max_turns", "must be >= 1, got %d", s.MaxTurns)
 	}
@@ -68,12 +71,19 @@ func (s *TreeSpec) validate(rec string) error {
 	return validRewardPolicy(rec, s.RewardPolicy)
 }
 
-func validTreePos(rec, treeID, taskID string, turn, maxTurns int) error {
+func validIDs(rec, treeID, taskID string) error {
 	if treeID == "" {
 		return missing(rec, "tree_id")
 	}
 	if taskID == "" {
 		return missing(rec, "task_id")
+	}
+	return nil
+}
+
+func validTreePos(rec, treeID, taskID string, turn, maxTurns int) error {
+	if err := validIDs(rec, treeID, taskID); err != nil {
+		return err
 	}
 	if turn < 1 || turn > maxTurns {
 		return invalid(rec, "turn", "turn %d outside 1..%d", turn, maxTurns)
@@ -84,6 +94,9 @@ func validTreePos(rec, treeID, taskID string, turn, maxTurns int) error {
 // Validate implements Record.
 func (r *Prompt) Validate() error {
 	const n = "prompt"
+	if err := validIDs(n, r.TreeID, r.TaskID); err != nil {
+		return err
+	}
 	if err := r.TreeSpec.validate(n); err != nil {
 		return err
 	}
@@ -103,6 +116,12 @@ func (r *Prompt) Validate() error {
 func (r *Candidate) Validate() error { return r.validate("candidate") }
 
 func (r *Candidate) validate(n string) error {
+	if err := validIDs(n, r.TreeID, r.TaskID); err != nil {
+		return err
+	}
+	if r.NodeID == "" {
+		return missing(n, "node_id")
+	}
 	if err := r.TreeSpec.validate(n); err != nil {
 		return err
 	}
