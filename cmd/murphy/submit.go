@@ -1,15 +1,107 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
 
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/topics"
 	"github.com/spf13/cobra"
 )
 
 func newSubmitCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "submit",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("submit: not built yet") },
+	cfg := generate.DefaultSubmitConfig()
+	cfg.RunID = ""
+	var (
+		file, format, prefix string
+		brokers              []string
+		partitions           int
+		timeout              time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "submit --tasks FILE",
+		Short: "Publish tasks and one root prompt per tree to Kafka",
+		Long: `Submit reads a task file, publishes every task to the compacted tasks topic
+(key task_id) and one root prompt per tree to the prompts topic (key tree_id),
+K trees per task with G samples in the root group. Tree ids are
+<run-id>/<task-id>/<k>, unique per run. A broken line of the task file is
+reported with its line number and skipped; the other tasks still go.`,
+		Example: "  murphy submit --tasks HumanEval.jsonl.gz --group-size 8 --trees-per-task 2 --brokers 127.0.0.1:9092",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return &exitError{code: 2, err: errors.New("submit: --tasks is required")}
+			}
+			if cfg.RunID == "" {
+				cfg.RunID = "run-" + time.Now().UTC().Format("20060102T150405")
+			}
+			if err := cfg.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			cat := topics.Catalog{Prefix: prefix, Partitions: partitions}
+			if err := cat.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			kcfg := pipeline.DefaultKafkaConfig()
+			kcfg.Brokers = brokers
+			kcfg.ClientID = "murphy-submit"
+			ts, lineErrs, err := tasks.Load(file, format)
+			if err != nil {
+				return fmt.Errorf("submit: %w", err)
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, le := range lineErrs {
+				fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", file, le.Line, le.Err)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if err := pipeline.EnsureTopics(ctx, kcfg, cat); err != nil {
+				return fmt.Errorf("submit: %w", err)
+			}
+			prod := pipeline.NewProducer(kcfg)
+			defer prod.Close()
+			rep, err := generate.Submit(ctx, prod, cat, cfg, ts, 0)
+			for _, e := range rep.Skipped {
+				fmt.Fprintf(stderr, "%s: skipped: %v\n", file, e)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %d tasks to %s, %d root prompts (G=%d, K=%d, %d turns) to %s; %d records skipped\n",
+				cfg.RunID, rep.Tasks, cat.Topic(topics.Tasks), rep.Trees, cfg.GroupSize, cfg.TreesPerTask, cfg.MaxTurns,
+				cat.Topic(topics.Prompts), len(lineErrs)+len(rep.Skipped))
+			if rep.Tasks == 0 {
+				return &exitError{code: 1, err: errors.New("submit: no valid task in " + file)}
+			}
+			return nil
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&file, "tasks", "", "task file (JSONL, JSONL.gz or JSON array)")
+	f.StringVar(&format, "format", "", "task format: "+strings.Join(tasks.Formats(), ", ")+" (default: detected)")
+	f.IntVarP(&cfg.GroupSize, "group-size", "g", cfg.GroupSize, "G: samples in the root group")
+	f.IntSliceVar(&cfg.GroupSizes, "group-sizes", nil, "group size per turn, the last repeating (overrides --group-size)")
+	f.IntVarP(&cfg.TreesPerTask, "trees-per-task", "k", cfg.TreesPerTask, "K: trees (root prompts) per task")
+	f.IntVar(&cfg.MaxTurns, "max-turns", cfg.MaxTurns, "T: turns per tree")
+	f.StringVar(&cfg.RunID, "run-id", "", "run id in tree ids (default: run-<UTC time>)")
+	f.StringVar(&cfg.RewardPolicy, "reward-policy", "", "override the tasks' reward policy: pass_rate, binary or tiered")
+	f.IntVar(&cfg.MaxNodes, "max-nodes", 0, "cap on the nodes of one tree (0 = none)")
+	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed carried by every tree")
+	f.StringSliceVar(&brokers, "brokers", brokersDefault(), "Kafka bootstrap brokers (env MURPHY_BROKERS)")
+	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
+	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by submit")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "give up publishing after this long")
+	return cmd
+}
+
+func brokersDefault() []string {
+	if v := os.Getenv("MURPHY_BROKERS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return pipeline.DefaultKafkaConfig().Brokers
 }

@@ -2,10 +2,13 @@ package generate
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,7 +21,7 @@ func BenchmarkHandlePrompt(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.InstanceID = "bench"
 	cfg.MaxTreesInFlight = 0
-	s, err := New(cfg, StaticLookup(testTasks()), testCatalog(), prometheus.NewRegistry())
+	s, err := New(cfg, tasks.NewMemory(testTasks()), testCatalog(), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,4 +66,69 @@ func BenchmarkHandlePrompt(b *testing.B) {
 	perPrompt := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(8*1e9/perPrompt, "candidates/s")
 	b.ReportMetric(perPrompt/baseNs, "x_encode_only")
+}
+
+// BenchmarkStageOnKafka measures candidates/s through the stage on the
+// pipeline runtime and the real broker (MURPHY_KAFKA_BROKERS) with the
+// simulated policy: 164 HumanEval tasks x 4 trees x G=8 per iteration, from
+// the runtime's start (consumer group join included) to the last candidate
+// read back. The baseline is producing the same number of candidate records
+// straight to the broker and reading them back, in the same run.
+func BenchmarkStageOnKafka(b *testing.B) {
+	brokers := pipelinetest.Brokers(b)
+	ts, _, err := tasks.Load(humanEvalPath, tasks.FormatHumanEval)
+	if err != nil {
+		b.Skipf("HumanEval: %v", err)
+	}
+	const g, k = 8, 4
+	want := len(ts) * k * g
+	kcfg := pipelinetest.Kafka(brokers)
+	prod := pipeline.NewProducer(kcfg)
+	defer prod.Close()
+	ctx := context.Background()
+
+	// Baseline: produce and read back want candidate-sized records.
+	cat := pipelinetest.Catalog(b, brokers, 4)
+	sample, _ := New(DefaultConfig(), tasks.NewMemory(ts), cat, nil)
+	sc := DefaultSubmitConfig()
+	sc.GroupSize = g
+	p := RootPrompts(sc, &ts[0], time.Now())[0]
+	cands, err := sample.Generate(ctx, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, _ := topics.Encode(cands[0])
+	outs := make([]pipeline.Out, want)
+	for i := range outs {
+		outs[i] = pipeline.Out{Topic: cat.Topic(topics.Candidates), Key: fmt.Sprint("t", i), Value: v}
+	}
+	start := time.Now()
+	if err := prod.Produce(ctx, outs...); err != nil {
+		b.Fatal(err)
+	}
+	pipelinetest.ReadN(b, brokers, cat.Topic(topics.Candidates), want, 5*time.Minute)
+	base := time.Since(start)
+
+	var total time.Duration
+	for b.Loop() {
+		cat := pipelinetest.Catalog(b, brokers, 4)
+		sc := DefaultSubmitConfig()
+		sc.RunID, sc.GroupSize, sc.TreesPerTask = pipelinetest.Unique(b), g, k
+		if _, err := Submit(ctx, prod, cat, sc, ts, 0); err != nil {
+			b.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.InstanceID, cfg.MaxTreesInFlight = "bench", 0
+		runCtx, cancel := context.WithCancel(ctx)
+		start := time.Now()
+		stop := startStageB(b, runCtx, brokers, cat, cfg, tasks.NewMemory(ts))
+		pipelinetest.ReadN(b, brokers, cat.Topic(topics.Candidates), want, 5*time.Minute)
+		total += time.Since(start)
+		cancel()
+		stop()
+	}
+	per := total / time.Duration(b.N)
+	b.ReportMetric(float64(want)/per.Seconds(), "candidates/s")
+	b.ReportMetric(float64(want)/base.Seconds(), "baseline_records/s")
+	b.ReportMetric(per.Seconds()/base.Seconds(), "x_produce_read_only")
 }

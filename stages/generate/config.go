@@ -56,10 +56,12 @@ type Config struct {
 	// task lookup before its children are emitted as infra.inference
 	// failures (only policies that need the task look it up).
 	TaskWait time.Duration `yaml:"task_wait"`
-	// InstanceID names this process in the consumer group of the credited
+	// InstanceID names this process's own consumer group of the credited
 	// topic, which every generate process reads whole to learn which trees
-	// completed. It must be unique per process and stable across restarts
-	// (a pod name); empty means the host name and process id.
+	// completed. It must be unique per process and should be stable across
+	// restarts (a pod name), so a restarted process resumes its group
+	// instead of reading the topic from the start; empty means the host
+	// name (set it when several generate processes share a host).
 	InstanceID string `yaml:"instance_id"`
 }
 
@@ -118,9 +120,9 @@ func (c Config) instanceID() string {
 	}
 	h, err := os.Hostname()
 	if err != nil || h == "" {
-		h = "host"
+		return fmt.Sprintf("pid%d", os.Getpid())
 	}
-	return fmt.Sprintf("%s-%d", h, os.Getpid())
+	return h
 }
 
 // NewPolicy builds the policy cfg selects.

@@ -9,60 +9,15 @@ import (
 	"github.com/murphy-rl/murphy/openai"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TaskLookup finds a task by id. The stage asks it only when the policy
-// needs the task (the simulated policy samples from the reference).
-type TaskLookup interface {
-	Task(ctx context.Context, taskID string) (*topics.Task, error)
-}
-
-// LookupFunc adapts a function to TaskLookup.
-type LookupFunc func(ctx context.Context, taskID string) (*topics.Task, error)
-
-// Task implements TaskLookup.
-func (f LookupFunc) Task(ctx context.Context, taskID string) (*topics.Task, error) {
-	return f(ctx, taskID)
-}
-
-// ErrTaskNotFound is returned by StaticLookup for an unknown task id.
-var ErrTaskNotFound = errors.New("task not found")
-
-// StaticLookup serves a fixed task set (the built-in tasks of `murphy run`,
-// tests).
-func StaticLookup(tasks []topics.Task) TaskLookup {
-	m := make(map[string]*topics.Task, len(tasks))
-	for i := range tasks {
-		m[tasks[i].TaskID] = &tasks[i]
-	}
-	return LookupFunc(func(_ context.Context, id string) (*topics.Task, error) {
-		if t, ok := m[id]; ok {
-			return t, nil
-		}
-		return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
-	})
-}
-
-// RecordLookup decodes tasks from a key-value view of the compacted tasks
-// topic (such as a table's Get), which returns the latest value of a key.
-func RecordLookup(get func(ctx context.Context, key string) ([]byte, error)) TaskLookup {
-	return LookupFunc(func(ctx context.Context, id string) (*topics.Task, error) {
-		b, err := get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if b == nil {
-			return nil, fmt.Errorf("%w: %q", ErrTaskNotFound, id)
-		}
-		var t topics.Task
-		if err := topics.Decode(b, &t); err != nil {
-			return nil, fmt.Errorf("task %q: %w", id, err)
-		}
-		return &t, nil
-	})
-}
+// TaskLookup finds a task by id (tasks.Memory, or tasks.FromTable over the
+// compacted tasks topic). The stage asks it only when the policy needs the
+// task (the simulated policy samples from the reference).
+type TaskLookup = tasks.Lookup
 
 // Stage is the generate stage.
 type Stage struct {
@@ -169,22 +124,24 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	if err := topics.Decode(rec.Value, &p); err != nil {
 		return nil, pipeline.Poison(reason(err), err)
 	}
+	// Waits end only when ctx does (the stage is stopping): the prompt is
+	// then redelivered, never dead-lettered.
 	prio, kind := prioRoot, "root"
 	if p.ParentID != "" {
 		prio, kind = prioRefinement, "refinement"
 		s.adm.touch(p.TreeID)
 	} else if err := s.admit(ctx, p.TreeID); err != nil {
-		return nil, err
+		return nil, pipeline.Transient(err)
 	}
 	if err := s.slots.acquire(ctx, prio); err != nil {
-		return nil, err
+		return nil, pipeline.Transient(err)
 	}
 	s.m.InFlight.Inc()
 	cands, err := s.Generate(ctx, &p)
 	s.m.InFlight.Dec()
 	s.slots.release()
 	if err != nil {
-		return nil, err
+		return nil, pipeline.Transient(err)
 	}
 	s.m.Prompts.WithLabelValues(kind).Inc()
 	outs := make([]pipeline.Out, 0, len(cands))

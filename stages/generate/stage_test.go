@@ -12,6 +12,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -45,7 +46,7 @@ func newSimStage(t *testing.T, mut func(*Config), seed int64) *Stage {
 	if mut != nil {
 		mut(&cfg)
 	}
-	s, err := New(cfg, StaticLookup(testTasks()), testCatalog(), prometheus.NewRegistry())
+	s, err := New(cfg, tasks.NewMemory(testTasks()), testCatalog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestShutdownDoesNotMarkInfra(t *testing.T) {
 	rec, _ := rootRecord(t, testCatalog(), task, 3, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if outs, err := s.HandlePrompt(ctx, rec); !errors.Is(err, context.DeadlineExceeded) || outs != nil {
+	if outs, err := s.HandlePrompt(ctx, rec); !errors.Is(err, context.DeadlineExceeded) || !pipeline.IsTransient(err) || outs != nil {
 		t.Fatalf("outs %d err %v: a stopping stage must leave the prompt for redelivery", len(outs), err)
 	}
 }
