@@ -1,0 +1,230 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Read-back: a stage that restarts reads the tail of its own output topic to
+// learn what an earlier run already produced (credit: which trees were
+// emitted; emit: which batches are on the batches topic). These functions
+// read outside any consumer group and commit nothing.
+
+const (
+	// readBackFetchBytes is the size asked of one fetch. The broker returns
+	// at least one whole record batch whatever this says, so a larger record
+	// still comes through; a small value keeps a short read of large records
+	// (the tail of the batches topic) from pulling megabytes it discards.
+	readBackFetchBytes = 1 << 20
+	// readBackFetchWait bounds how long the broker holds a fetch that has
+	// nothing to return yet.
+	readBackFetchWait = 500 * time.Millisecond
+	// readBackFetchTimeout bounds one fetch round trip when ctx has no
+	// earlier deadline.
+	readBackFetchTimeout = 30 * time.Second
+	// readBackMaxStalls is how many fetches in a row may return nothing
+	// below the high watermark before ReadRange gives up.
+	readBackMaxStalls = 10
+)
+
+// readBackClient returns a client for metadata and offset requests, and a
+// function that releases its connections.
+func readBackClient(cfg KafkaConfig) (*kafka.Client, func()) {
+	rt := cfg.transport()
+	return &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: rt}, rt.CloseIdleConnections
+}
+
+// topicMetadata returns the partitions of topic. It never creates the topic.
+func topicMetadata(ctx context.Context, client *kafka.Client, topic string) ([]kafka.Partition, error) {
+	res, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	for _, t := range res.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", topic, t.Error)
+		}
+		if len(t.Partitions) == 0 {
+			return nil, fmt.Errorf("metadata of %s: topic has no partitions", topic)
+		}
+		return t.Partitions, nil
+	}
+	return nil, fmt.Errorf("metadata of %s: %w", topic, kafka.UnknownTopicOrPartition)
+}
+
+// Partitions returns the partition count of topic. A topic that does not
+// exist is an error (it is not created).
+func Partitions(ctx context.Context, cfg KafkaConfig, topic string) (int, error) {
+	client, release := readBackClient(cfg)
+	defer release()
+	parts, err := topicMetadata(ctx, client, topic)
+	if err != nil {
+		return 0, err
+	}
+	return len(parts), nil
+}
+
+// PartitionBounds returns the earliest offset still in partition's log and
+// its high watermark (the offset the next record will get). The partition
+// holds no records when first == end.
+func PartitionBounds(ctx context.Context, cfg KafkaConfig, topic string, partition int) (first, end int64, err error) {
+	client, release := readBackClient(cfg)
+	defer release()
+	return partitionBounds(ctx, client, topic, partition)
+}
+
+func partitionBounds(ctx context.Context, client *kafka.Client, topic string, partition int) (first, end int64, err error) {
+	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
+		Topics: map[string][]kafka.OffsetRequest{topic: {kafka.FirstOffsetOf(partition), kafka.LastOffsetOf(partition)}},
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, partition, err)
+	}
+	for _, po := range res.Topics[topic] {
+		if po.Partition != partition {
+			continue
+		}
+		if po.Error != nil {
+			return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, partition, po.Error)
+		}
+		return po.FirstOffset, po.LastOffset, nil
+	}
+	return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, partition, kafka.UnknownTopicOrPartition)
+}
+
+// ReadRange calls fn, in offset order, with every record of partition whose
+// offset is in [from, to). Offsets without a record (removed by compaction
+// or retention, or beyond the high watermark) are skipped, so fn may see
+// fewer than to-from records; it never waits for records not yet written.
+// The read stops at the first error of fn, which is returned as is, and when
+// ctx ends.
+func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int, from, to int64, fn func(Record) error) error {
+	client, release := readBackClient(cfg)
+	defer release()
+	first, end, err := partitionBounds(ctx, client, topic, partition)
+	if err != nil {
+		return err
+	}
+	from, to = max(from, first), min(to, end)
+	if from >= to {
+		return nil
+	}
+	parts, err := topicMetadata(ctx, client, topic)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(parts, func(p kafka.Partition) bool { return p.ID == partition })
+	if i < 0 {
+		return fmt.Errorf("read %s/%d: %w", topic, partition, kafka.UnknownTopicOrPartition)
+	}
+	meta := parts[i]
+	if meta.Leader.Host == "" {
+		return fmt.Errorf("read %s/%d: no leader: %w", topic, partition, kafka.LeaderNotAvailable)
+	}
+	conn, err := cfg.dialer().DialPartition(ctx, "tcp", "", meta)
+	if err != nil {
+		return fmt.Errorf("read %s/%d: %w", topic, partition, err)
+	}
+	defer conn.Close()
+	// A fetch blocked on the connection returns when ctx ends.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	off, stalls := from, 0
+	for off < to {
+		next, err := readBatch(ctx, conn, off, to, fn)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, cerr)
+			}
+			var rerr *readError
+			if !errors.As(err, &rerr) {
+				return err // fn's own error
+			}
+			if !errors.Is(err, kafka.OffsetOutOfRange) && !errors.Is(err, kafka.RequestTimedOut) {
+				return fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, rerr.err)
+			}
+		}
+		if next > off {
+			off, stalls = next, 0
+			continue
+		}
+		// Nothing readable at off: retention removed it, the log was
+		// truncated below it, or the broker had nothing to return yet.
+		if stalls++; stalls > readBackMaxStalls {
+			return fmt.Errorf("read %s/%d: no record readable at offset %d below %d", topic, partition, off, to)
+		}
+		if first, end, err = partitionBounds(ctx, client, topic, partition); err != nil {
+			return err
+		}
+		to = min(to, end)
+		off = max(off, first)
+	}
+	return nil
+}
+
+// readError is a failure of the fetch itself, as opposed to one returned by
+// the caller's function.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// readBatch fetches once at off and calls fn with the records below to. It
+// returns the offset to fetch next, past any compacted gap the fetch covered.
+func readBatch(ctx context.Context, conn *kafka.Conn, off, to int64, fn func(Record) error) (int64, error) {
+	deadline := time.Now().Add(readBackFetchTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return off, &readError{err: err}
+	}
+	// Checked after setting the deadline: if ctx ends from here on, the
+	// AfterFunc of ReadRange moves the deadline to now.
+	if err := ctx.Err(); err != nil {
+		return off, &readError{err: err}
+	}
+	if _, err := conn.Seek(off, kafka.SeekAbsolute|kafka.SeekDontCheck); err != nil {
+		return off, &readError{err: err}
+	}
+	b := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: readBackFetchBytes, MaxWait: readBackFetchWait})
+	next := off
+	for {
+		m, err := b.ReadMessage()
+		if err != nil {
+			break
+		}
+		if m.Offset < off {
+			continue
+		}
+		if m.Offset >= to {
+			next = to
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			_ = b.Close()
+			return next, &readError{err: err}
+		}
+		if err := fn(fromKafka(m)); err != nil {
+			_ = b.Close()
+			return next, err
+		}
+		next = m.Offset + 1
+	}
+	// The batch's own offset has moved past records that compaction removed
+	// from the end of the last record batch it read.
+	next = max(next, min(b.Offset(), to))
+	if err := b.Close(); err != nil {
+		return next, &readError{err: err}
+	}
+	return next, nil
+}
