@@ -13,7 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-const benchRecords = 20000
+const benchRecords = 30000
 
 func benchValues(n int) []kafka.Message {
 	msgs := make([]kafka.Message, n)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	backoffv5 "github.com/cenkalti/backoff/v5"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -91,7 +92,9 @@ func (rt *Runtime) dlqMiddleware(stage string) message.HandlerMiddleware {
 				rt.fail(fmt.Errorf("stage %s: %w", stage, err))
 				return nil, err
 			}
-			if IsTransient(err) {
+			if IsTransient(err) || msg.Context().Err() != nil {
+				// Transient, or the stage is shutting down under the
+				// handler: nothing is known to be wrong with the record.
 				// Nack: the record is redelivered after a pause.
 				rt.log.Warn("transient failure; record will be redelivered", "stage", stage, "error", err)
 				return nil, err
@@ -109,7 +112,7 @@ func (rt *Runtime) sendDLQ(ctx context.Context, stage string, rec Record, err er
 	dl := deadLetter(stage, rec, err)
 	dl.Topic = rt.cfg.Catalog.Topic(topics.DLQ)
 	rt.log.Warn("record sent to DLQ", "stage", stage, "topic", rec.Topic, "partition", rec.Partition,
-		"offset", rec.Offset, "reason", Reason(err), "error", err)
+		"offset", rec.Offset, "reason", Reason(err), "error", describe(err))
 	if perr := rt.producer.Produce(context.WithoutCancel(ctx), dl); perr != nil {
 		return fmt.Errorf("write DLQ: %w", perr)
 	}
@@ -118,20 +121,33 @@ func (rt *Runtime) sendDLQ(ctx context.Context, stage string, rec Record, err er
 	return nil
 }
 
-// retryMiddleware retries retriable errors with exponential backoff.
+// retryMiddleware retries retriable errors with exponential backoff and
+// jitter. The happy path is one call: no backoff state is built unless the
+// handler fails.
 func (rt *Runtime) retryMiddleware(stage string) message.HandlerMiddleware {
-	r := middleware.Retry{
-		MaxRetries:          rt.cfg.Retry.MaxRetries,
-		InitialInterval:     rt.cfg.Retry.InitialInterval,
-		MaxInterval:         rt.cfg.Retry.MaxInterval,
-		Multiplier:          2,
-		RandomizationFactor: 0.2,
-		ShouldRetry: func(p middleware.RetryParams) bool {
-			return !IsPoison(p.Err) && !IsFatal(p.Err)
-		},
-		// A transient failure outlasting the retries is nacked (redelivered),
-		// not dead-lettered: see dlqMiddleware.
-		OnRetryHook: func(int, time.Duration) {},
+	cfg := rt.cfg.Retry
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			out, err := h(msg)
+			if err == nil || IsPoison(err) || IsFatal(err) {
+				return out, err
+			}
+			b := backoffv5.NewExponentialBackOff()
+			b.InitialInterval, b.MaxInterval, b.Multiplier, b.RandomizationFactor = cfg.InitialInterval, cfg.MaxInterval, 2, 0.2
+			for attempt := 1; attempt <= cfg.MaxRetries; attempt++ {
+				select {
+				case <-msg.Context().Done():
+					return nil, Transient(msg.Context().Err())
+				case <-time.After(b.NextBackOff()):
+				}
+				rt.log.Debug("retrying record", "stage", stage, "attempt", attempt, "error", err)
+				if out, err = h(msg); err == nil || IsPoison(err) || IsFatal(err) {
+					return out, err
+				}
+			}
+			// A transient failure outlasting the retries is nacked
+			// (redelivered), not dead-lettered: see dlqMiddleware.
+			return out, err
+		}
 	}
-	return r.Middleware
 }

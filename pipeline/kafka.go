@@ -72,35 +72,143 @@ func newWriter(c KafkaConfig) *kafka.Writer {
 	}
 }
 
-// kafkaProducer implements Producer.
+// kafkaProducer implements Producer with group commit: concurrent Produce
+// calls are gathered into one WriteMessages call while the previous one is in
+// flight, so batches grow with load instead of waiting for a timer, and each
+// caller returns when its own records are acknowledged.
 type kafkaProducer struct {
 	w         *kafka.Writer
+	reqs      chan *produceReq
+	stop      chan struct{}
+	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 }
 
+type produceReq struct {
+	msgs []kafka.Message
+	done chan error
+}
+
+const (
+	// producerLoops write concurrently; each gathers its own batches.
+	producerLoops = 2
+	// maxGroupRecords bounds one group-committed write.
+	maxGroupRecords = 4096
+)
+
 // NewProducer returns the project's producer: synchronous, acks=all, murmur2.
 func NewProducer(cfg KafkaConfig) Producer {
-	return &kafkaProducer{w: newWriter(cfg)}
+	p := &kafkaProducer{w: newWriter(cfg), reqs: make(chan *produceReq, 1024), stop: make(chan struct{})}
+	// Batches form in the group-commit loops; the writer's own timer only
+	// needs to let one call's records reach every partition batch.
+	p.w.BatchTimeout = 100 * time.Microsecond
+	p.w.BatchSize = maxGroupRecords
+	for i := 0; i < producerLoops; i++ {
+		p.wg.Add(1)
+		go p.loop()
+	}
+	return p
 }
 
 func (p *kafkaProducer) Produce(ctx context.Context, outs ...Out) error {
 	if len(outs) == 0 {
 		return nil
 	}
-	msgs := make([]kafka.Message, len(outs))
+	r := &produceReq{msgs: make([]kafka.Message, len(outs)), done: make(chan error, 1)}
 	for i, o := range outs {
-		msgs[i] = toKafka(o)
+		r.msgs[i] = toKafka(o)
 	}
-	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("produce %d records to %s: %w", len(outs), outs[0].Topic, err)
+	select {
+	case p.reqs <- r:
+	case <-p.stop:
+		return errors.New("producer closed")
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
+	select {
+	case err := <-r.done:
+		if err != nil {
+			return fmt.Errorf("produce %d records to %s: %w", len(outs), outs[0].Topic, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *kafkaProducer) loop() {
+	defer p.wg.Done()
+	for {
+		var first *produceReq
+		select {
+		case first = <-p.reqs:
+		case <-p.stop:
+			return
+		}
+		group := []*produceReq{first}
+		n := len(first.msgs)
+	gather:
+		for n < maxGroupRecords {
+			select {
+			case r := <-p.reqs:
+				group = append(group, r)
+				n += len(r.msgs)
+			default:
+				break gather
+			}
+		}
+		p.write(group, n)
+	}
+}
+
+// write sends a group in one call and tells each caller its own outcome.
+func (p *kafkaProducer) write(group []*produceReq, n int) {
+	msgs := make([]kafka.Message, 0, n)
+	for _, r := range group {
+		msgs = append(msgs, r.msgs...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	err := p.w.WriteMessages(ctx, msgs...)
+	cancel()
+	var werrs kafka.WriteErrors
+	perMessage := errors.As(err, &werrs) && len(werrs) == len(msgs)
+	i := 0
+	for _, r := range group {
+		var rerr error
+		switch {
+		case err == nil:
+		case perMessage:
+			for j := range r.msgs {
+				if werrs[i+j] != nil {
+					rerr = werrs[i+j]
+					break
+				}
+			}
+		default:
+			rerr = err
+		}
+		i += len(r.msgs)
+		r.done <- rerr
+	}
 }
 
 func (p *kafkaProducer) Close() error {
-	p.closeOnce.Do(func() { p.closeErr = p.w.Close() })
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		p.wg.Wait()
+		p.closeErr = p.w.Close()
+		closeTransport(p.w)
+	})
 	return p.closeErr
+}
+
+// closeTransport releases the connections of a closed writer's transport
+// (a writer closes only a transport it created itself).
+func closeTransport(w *kafka.Writer) {
+	if t, ok := w.Transport.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 func toKafka(o Out) kafka.Message {
@@ -154,7 +262,9 @@ func createTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog, spec
 }
 
 func createTopicConfigs(ctx context.Context, cfg KafkaConfig, reqs ...kafka.TopicConfig) error {
-	return createTopicConfigsWith(ctx, cfg, cfg.transport(), reqs...)
+	t := cfg.transport()
+	defer t.CloseIdleConnections()
+	return createTopicConfigsWith(ctx, cfg, t, reqs...)
 }
 
 // createTopicConfigsWith creates topics through rt, so that a writer sharing

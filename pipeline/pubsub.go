@@ -115,6 +115,7 @@ func (p *Publisher) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
 		err = p.w.Close()
+		closeTransport(p.w)
 	})
 	return err
 }
@@ -170,6 +171,7 @@ func (c *SubscriberConfig) setDefaults() {
 // subscription in a consumer group; Ack commits synchronously, Nack redelivers.
 type Subscriber struct {
 	cfg     SubscriberConfig
+	tr      *kafka.Transport // topic creation; one per subscriber
 	closing chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
@@ -186,7 +188,7 @@ func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
 		return nil, errors.New("subscriber: consumer group is required")
 	}
 	cfg.setDefaults()
-	return &Subscriber{cfg: cfg, closing: make(chan struct{})}, nil
+	return &Subscriber{cfg: cfg, tr: cfg.Kafka.transport(), closing: make(chan struct{})}, nil
 }
 
 // Subscribe starts a group member on topic. The channel closes when ctx is
@@ -210,6 +212,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		MinBytes:          1,
 		MaxBytes:          topics.DefaultMaxMessageBytes + 1<<20,
 		MaxWait:           s.cfg.MaxWait,
+		QueueCapacity:     max(100, s.cfg.MaxInFlight),
 		StartOffset:       kafka.FirstOffset,
 		CommitInterval:    0, // synchronous commits
 		HeartbeatInterval: s.cfg.SessionTimeout / 5,
@@ -252,7 +255,7 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	n := max(s.cfg.CreatePartitions, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return createTopicConfigs(ctx, s.cfg.Kafka, kafka.TopicConfig{Topic: topic, NumPartitions: n, ReplicationFactor: 1})
+	return createTopicConfigsWith(ctx, s.cfg.Kafka, s.tr, kafka.TopicConfig{Topic: topic, NumPartitions: n, ReplicationFactor: 1})
 }
 
 var _ message.SubscribeInitializer = (*Subscriber)(nil)
@@ -266,6 +269,7 @@ func (s *Subscriber) Close() error {
 		done := make(chan struct{})
 		go func() {
 			s.wg.Wait()
+			s.tr.CloseIdleConnections()
 			close(done)
 		}()
 		select {

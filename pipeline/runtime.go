@@ -159,12 +159,21 @@ func (rt *Runtime) AddStage(s Stage) error {
 
 // coreHandler adapts a Handler: decode coordinates, run, produce outputs.
 func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
+	// Resolve the per-record metric children once, not per record.
+	in := map[string]prometheus.Counter{}
+	for _, t := range s.Inputs {
+		in[t] = rt.metrics.In.WithLabelValues(s.Name, t)
+	}
+	latency := rt.metrics.Latency.WithLabelValues(s.Name)
+	var outCounters sync.Map // topic → prometheus.Counter
 	return func(msg *message.Message) ([]*message.Message, error) {
 		rec := recordOf(msg)
-		rt.metrics.In.WithLabelValues(s.Name, rec.Topic).Inc()
+		if c, ok := in[rec.Topic]; ok {
+			c.Inc()
+		}
 		start := time.Now()
 		outs, err := s.Handler(msg.Context(), rec)
-		rt.metrics.Latency.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+		latency.Observe(time.Since(start).Seconds())
 		if err != nil {
 			rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
 			return nil, err
@@ -174,7 +183,11 @@ func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
 			return nil, Transient(err)
 		}
 		for _, o := range outs {
-			rt.metrics.Out.WithLabelValues(s.Name, o.Topic).Inc()
+			c, ok := outCounters.Load(o.Topic)
+			if !ok {
+				c, _ = outCounters.LoadOrStore(o.Topic, rt.metrics.Out.WithLabelValues(s.Name, o.Topic))
+			}
+			c.(prometheus.Counter).Inc()
 		}
 		return nil, nil
 	}
