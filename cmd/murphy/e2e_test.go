@@ -89,7 +89,7 @@ var replicas = []string{"generate#1", "generate#2", "execute#1", "execute#2", "g
 func newDeployment(t *testing.T, bin string, brokers []string) *deployment {
 	d := &deployment{t: t, bin: bin, brokers: strings.Join(brokers, ","), prefix: pipelinetest.Unique(t) + ".",
 		out: filepath.Join(t.TempDir(), "out"), logs: t.TempDir(), procs: map[string]*exec.Cmd{}}
-	t.Cleanup(d.stopAll)
+	t.Cleanup(func() { d.stopAll() })
 	return d
 }
 
@@ -139,8 +139,8 @@ func (d *deployment) kill9(replica string) {
 }
 
 // stopAll asks every stage to shut down gracefully (SIGTERM), then kills
-// what is left.
-func (d *deployment) stopAll() {
+// what is left. It returns the replicas that did not exit 0 in time.
+func (d *deployment) stopAll() []string {
 	d.mu.Lock()
 	procs := d.procs
 	d.procs = map[string]*exec.Cmd{}
@@ -148,13 +148,18 @@ func (d *deployment) stopAll() {
 	for _, c := range procs {
 		_ = c.Process.Signal(syscall.SIGTERM)
 	}
+	var unclean []string
 	deadline := time.Now().Add(60 * time.Second)
-	for _, c := range procs {
+	for name, c := range procs {
 		for c.ProcessState == nil && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
+		if c.ProcessState == nil || c.ProcessState.ExitCode() != 0 {
+			unclean = append(unclean, name)
+		}
 		_ = c.Process.Kill()
 	}
+	return unclean
 }
 
 func (d *deployment) submit(treesPerTask int) {
@@ -257,8 +262,36 @@ func TestDeploymentShapeIndependence(t *testing.T) {
 	}
 	d.submit(k)
 	d.waitTrees(e2eTrees(t, k), 10*time.Minute)
-	d.stopAll()
+	if unclean := d.stopAll(); len(unclean) > 0 {
+		t.Errorf("SIGTERM: %v did not finish and exit 0", unclean)
+	}
 	compareDirs(t, ref, d.out)
+	pythonReaderLoads(t, ref, e2eTrees(t, k))
+}
+
+// pythonReaderLoads checks that the trainer-side reader loads a run's files.
+func pythonReaderLoads(t *testing.T, dir string, trees int) {
+	t.Helper()
+	script := `import sys
+from murphy_reader import FileBatchReader, to_numpy
+rows, trees = 0, set()
+for b in FileBatchReader(sys.argv[1]):
+    rows += b.num_rows
+    trees.update(b.record_batch.column("tree_id").to_pylist())
+    t = to_numpy(b)
+    assert t["input_ids"].shape[0] == b.num_rows
+print(rows, len(trees))`
+	out, err := exec.Command("python3", "-c", script, dir).CombinedOutput()
+	if err != nil {
+		if os.Getenv("CI") == "" && strings.Contains(string(out), "ModuleNotFoundError") {
+			t.Skipf("murphy_reader not installed: %s", out)
+		}
+		t.Fatalf("python reader: %v\n%s", err, out)
+	}
+	var rows, got int
+	if _, err := fmt.Sscan(string(out), &rows, &got); err != nil || got != trees || rows == 0 {
+		t.Fatalf("python reader saw %q, want %d trees", out, trees)
+	}
 }
 
 // TestChaos: during a run of at least 200 trees every stage is killed with
