@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -27,6 +30,10 @@ const (
 	// readBackFetchTimeout bounds one fetch round trip when ctx has no
 	// earlier deadline.
 	readBackFetchTimeout = 30 * time.Second
+	// readBackRetries is how many times a retriable broker error is retried
+	// (about 3s in all) before the read-back fails; the caller may retry
+	// more (a stage's assignment is).
+	readBackRetries = 6
 	// readBackMaxStalls is how many fetches in a row may return nothing
 	// below the high watermark before ReadRange gives up.
 	readBackMaxStalls = 10
@@ -40,7 +47,15 @@ func readBackClient(cfg KafkaConfig) (*kafka.Client, func()) {
 }
 
 // topicMetadata returns the partitions of topic. It never creates the topic.
-func topicMetadata(ctx context.Context, client *kafka.Client, topic string) ([]kafka.Partition, error) {
+func topicMetadata(ctx context.Context, client *kafka.Client, topic string) (parts []kafka.Partition, err error) {
+	err = withRetry(ctx, func() error {
+		parts, err = readTopicMetadata(ctx, client, topic)
+		return err
+	})
+	return parts, err
+}
+
+func readTopicMetadata(ctx context.Context, client *kafka.Client, topic string) ([]kafka.Partition, error) {
 	res, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
@@ -82,6 +97,14 @@ func PartitionBounds(ctx context.Context, cfg KafkaConfig, topic string, partiti
 }
 
 func partitionBounds(ctx context.Context, client *kafka.Client, topic string, partition int) (first, end int64, err error) {
+	err = withRetry(ctx, func() error {
+		first, end, err = listOffsets(ctx, client, topic, partition)
+		return err
+	})
+	return first, end, err
+}
+
+func listOffsets(ctx context.Context, client *kafka.Client, topic string, partition int) (first, end int64, err error) {
 	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
 		Topics: map[string][]kafka.OffsetRequest{topic: {kafka.FirstOffsetOf(partition), kafka.LastOffsetOf(partition)}},
 	})
@@ -105,7 +128,9 @@ func partitionBounds(ctx context.Context, client *kafka.Client, topic string, pa
 // or retention, or beyond the high watermark) are skipped, so fn may see
 // fewer than to-from records; it never waits for records not yet written.
 // The read stops at the first error of fn, which is returned as is, and when
-// ctx ends.
+// ctx ends. A broker error that says to try again (a leader moving, a
+// connection reset) is retried a few times, resuming after the last record
+// delivered.
 func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int, from, to int64, fn func(Record) error) error {
 	client, release := readBackClient(cfg)
 	defer release()
@@ -117,29 +142,30 @@ func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int
 	if from >= to {
 		return nil
 	}
-	parts, err := topicMetadata(ctx, client, topic)
-	if err != nil {
-		return err
+	var conn *kafka.Conn
+	var stopConn func() bool
+	closeConn := func() {
+		if conn != nil {
+			stopConn()
+			_ = conn.Close()
+			conn = nil
+		}
 	}
-	i := slices.IndexFunc(parts, func(p kafka.Partition) bool { return p.ID == partition })
-	if i < 0 {
-		return fmt.Errorf("read %s/%d: %w", topic, partition, kafka.UnknownTopicOrPartition)
-	}
-	meta := parts[i]
-	if meta.Leader.Host == "" {
-		return fmt.Errorf("read %s/%d: no leader: %w", topic, partition, kafka.LeaderNotAvailable)
-	}
-	conn, err := cfg.dialer().DialPartition(ctx, "tcp", "", meta)
-	if err != nil {
-		return fmt.Errorf("read %s/%d: %w", topic, partition, err)
-	}
-	defer conn.Close()
-	// A fetch blocked on the connection returns when ctx ends.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	defer stop()
+	defer closeConn()
 
-	off, stalls := from, 0
+	off, stalls, attempt := from, 0, 0
 	for off < to {
+		if conn == nil {
+			if conn, err = dialPartition(ctx, cfg, client, topic, partition); err != nil {
+				if err = retryWait(ctx, err, &attempt); err != nil {
+					return err
+				}
+				continue
+			}
+			// A fetch blocked on the connection returns when ctx ends.
+			c := conn
+			stopConn = context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+		}
 		next, err := readBatch(ctx, conn, off, to, fn)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
@@ -150,11 +176,16 @@ func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int
 				return err // fn's own error
 			}
 			if !errors.Is(err, kafka.OffsetOutOfRange) && !errors.Is(err, kafka.RequestTimedOut) {
-				return fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, rerr.err)
+				closeConn()
+				if err := retryWait(ctx, fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, rerr.err), &attempt); err != nil {
+					return err
+				}
+				off = max(off, next)
+				continue
 			}
 		}
 		if next > off {
-			off, stalls = next, 0
+			off, stalls, attempt = next, 0, 0
 			continue
 		}
 		// Nothing readable at off: retention removed it, the log was
@@ -169,6 +200,70 @@ func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int
 		off = max(off, first)
 	}
 	return nil
+}
+
+// dialPartition connects to the leader of partition.
+func dialPartition(ctx context.Context, cfg KafkaConfig, client *kafka.Client, topic string, partition int) (*kafka.Conn, error) {
+	parts, err := topicMetadata(ctx, client, topic)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(parts, func(p kafka.Partition) bool { return p.ID == partition })
+	if i < 0 {
+		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, kafka.UnknownTopicOrPartition)
+	}
+	if parts[i].Error != nil {
+		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, parts[i].Error)
+	}
+	if parts[i].Leader.Host == "" {
+		return nil, fmt.Errorf("read %s/%d: no leader: %w", topic, partition, kafka.LeaderNotAvailable)
+	}
+	conn, err := cfg.dialer().DialPartition(ctx, "tcp", "", parts[i])
+	if err != nil {
+		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, err)
+	}
+	return conn, nil
+}
+
+// retriable reports whether err says to try again: a Kafka error marked
+// temporary (except an unknown topic, which read-back reports at once) or a
+// broken connection.
+func retriable(err error) bool {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return ke.Temporary() && ke != kafka.UnknownTopicOrPartition
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// retryWait returns err when it is not retriable or the attempts are spent;
+// otherwise it waits before the next attempt and returns nil.
+func retryWait(ctx context.Context, err error, attempt *int) error {
+	if !retriable(err) || *attempt >= readBackRetries {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	case <-time.After(backoff(*attempt, 50*time.Millisecond, time.Second)):
+	}
+	*attempt++
+	return nil
+}
+
+// withRetry runs op until it succeeds, fails for good, or the attempts are
+// spent.
+func withRetry(ctx context.Context, op func() error) error {
+	for attempt := 0; ; {
+		err := op()
+		if err == nil {
+			return nil
+		}
+		if err = retryWait(ctx, err, &attempt); err != nil {
+			return err
+		}
+	}
 }
 
 // readError is a failure of the fetch itself, as opposed to one returned by

@@ -288,3 +288,41 @@ func setCleanerBackoff(t *testing.T, brokers []string, ms string) {
 		}
 	}
 }
+
+// A broker that goes away fails the read-back after a few retries instead of
+// hanging; a failure of the read is not mistaken for an end of the range.
+func TestReadRangeFailsWhenTheBrokerIsGone(t *testing.T) {
+	e, err := pipeline.StartEmbedded(pipeline.EmbeddedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	t.Cleanup(func() {
+		if calls == 0 {
+			e.Close()
+		}
+	})
+	brokers := e.Brokers()
+	topic := createTopic(t, brokers, 1, map[string]string{"max.message.bytes": strconv.Itoa(8 << 20)})
+	for i := range 5 { // one record batch each, too large for two to share a fetch
+		pipelinetest.Produce(t, brokers, pipeline.Out{Topic: topic, Key: strconv.Itoa(i), Value: bytes.Repeat([]byte("v"), 800<<10)})
+	}
+	kc := pipelinetest.Kafka(brokers)
+	start := time.Now()
+	err = pipeline.ReadRange(t.Context(), kc, topic, 0, 0, 5, func(pipeline.Record) error {
+		if calls++; calls == 1 {
+			e.Close()
+		}
+		return nil
+	})
+	t.Logf("read %d records in %v: %v", calls, time.Since(start), err)
+	if err == nil || calls == 5 {
+		t.Fatalf("read %d of 5 records with the broker gone after the first; error %v", calls, err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("read back took %v with the broker gone", time.Since(start))
+	}
+	if _, _, err := pipeline.PartitionBounds(t.Context(), kc, topic, 0); err == nil {
+		t.Fatal("bounds with the broker gone: no error")
+	}
+}
