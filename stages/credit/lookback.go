@@ -2,13 +2,8 @@ package credit
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
-	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/murphy-rl/murphy/pipeline"
 )
@@ -53,7 +48,7 @@ type creditedLog interface {
 
 // kafkaLog is the creditedLog of a Kafka cluster.
 type kafkaLog struct {
-	client *kafka.Client
+	cfg pipeline.KafkaConfig
 }
 
 func newKafkaLog(cfg pipeline.KafkaConfig) *kafkaLog {
@@ -61,52 +56,23 @@ func newKafkaLog(cfg pipeline.KafkaConfig) *kafkaLog {
 	if id == "" {
 		id = "murphy"
 	}
-	return &kafkaLog{client: &kafka.Client{
-		Addr:      kafka.TCP(cfg.Brokers...),
-		Timeout:   30 * time.Second,
-		Transport: &kafka.Transport{ClientID: id + "-credit-lookback", DialTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second},
-	}}
+	cfg.ClientID = id + "-credit-lookback"
+	return &kafkaLog{cfg: cfg}
 }
 
 func (l *kafkaLog) Partitions(ctx context.Context, topic string) (int, error) {
-	res, err := l.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	n, err := pipeline.Partitions(ctx, l.cfg, topic)
 	if err != nil {
-		return 0, fmt.Errorf("credit: metadata of %s: %w", topic, err)
+		return 0, fmt.Errorf("credit: %w", err)
 	}
-	for _, t := range res.Topics {
-		if t.Name == topic {
-			if t.Error != nil {
-				return 0, fmt.Errorf("credit: metadata of %s: %w", topic, t.Error)
-			}
-			return len(t.Partitions), nil
-		}
-	}
-	return 0, fmt.Errorf("credit: topic %s not found", topic)
-}
-
-func (l *kafkaLog) offsets(ctx context.Context, topic string, p int) (first, end int64, err error) {
-	res, err := l.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
-		Topics: map[string][]kafka.OffsetRequest{topic: {kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p)}},
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("credit: offsets of %s/%d: %w", topic, p, err)
-	}
-	for _, po := range res.Topics[topic] {
-		if po.Partition == p {
-			if po.Error != nil {
-				return 0, 0, fmt.Errorf("credit: offsets of %s/%d: %w", topic, p, po.Error)
-			}
-			return po.FirstOffset, po.LastOffset, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("credit: no offsets for %s/%d", topic, p)
+	return n, nil
 }
 
 func (l *kafkaLog) Tail(ctx context.Context, topic string, p int, from int64, maxRecords int) (tail, error) {
 	out := tail{lastMaxPos: -1}
-	first, end, err := l.offsets(ctx, topic, p)
+	first, end, err := pipeline.PartitionBounds(ctx, l.cfg, topic, p)
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("credit: %w", err)
 	}
 	var chunks [][]emitted
 	pos, chunk := end, int64(256)
@@ -152,72 +118,22 @@ func reachedBelow(recs []emitted, from int64) bool {
 	return false
 }
 
-// read returns the records of [start, end) of partition p.
+// read returns the records of [start, end) of partition p; offsets that
+// compaction or retention removed are skipped.
 func (l *kafkaLog) read(ctx context.Context, topic string, p int, start, end int64) ([]emitted, error) {
 	var out []emitted
-	off := start
-	for off < end {
-		res, err := l.client.Fetch(ctx, &kafka.FetchRequest{
-			Topic: topic, Partition: p, Offset: off,
-			MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 500 * time.Millisecond,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("credit: read back %s/%d at %d: %w", topic, p, off, err)
+	err := pipeline.ReadRange(ctx, l.cfg, topic, p, start, end, func(r pipeline.Record) error {
+		e := emitted{tree: string(r.Key), maxpos: -1}
+		if h, ok := r.Headers[HeaderMaxPos]; ok {
+			if v, err := strconv.ParseInt(h, 10, 64); err == nil {
+				e.maxpos = v
+			}
 		}
-		if res.Error != nil {
-			if errors.Is(res.Error, kafka.OffsetOutOfRange) && res.LogStartOffset > off {
-				off = res.LogStartOffset // retention removed the head meanwhile
-				continue
-			}
-			return nil, fmt.Errorf("credit: read back %s/%d at %d: %w", topic, p, off, res.Error)
-		}
-		progressed := false
-		for {
-			r, err := res.Records.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("credit: read back %s/%d at %d: %w", topic, p, off, err)
-			}
-			if r.Offset < off {
-				continue
-			}
-			if r.Offset >= end {
-				off = end
-				break
-			}
-			key, err := readBytes(r.Key)
-			if err != nil {
-				return nil, fmt.Errorf("credit: read back %s/%d at %d: %w", topic, p, r.Offset, err)
-			}
-			e := emitted{tree: string(key), maxpos: -1}
-			for _, h := range r.Headers {
-				if h.Key == HeaderMaxPos {
-					if v, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
-						e.maxpos = v
-					}
-				}
-			}
-			out = append(out, e)
-			off = r.Offset + 1
-			progressed = true
-		}
-		if !progressed {
-			break // nothing readable left below end (truncation or a gap of control records)
-		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("credit: read back: %w", err)
 	}
 	return out, nil
-}
-
-func readBytes(b interface {
-	io.Reader
-	Len() int
-}) ([]byte, error) {
-	if b == nil {
-		return nil, nil
-	}
-	buf := make([]byte, b.Len())
-	_, err := io.ReadFull(b, buf)
-	return buf, err
 }

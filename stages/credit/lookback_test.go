@@ -12,7 +12,10 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
-func testKafkaLogTail(t *testing.T, brokers []string) {
+// testLookbackTail: the read-back of a credited partition returns exactly the
+// trees whose maxpos is at or above from, oldest first, with the newest maxpos,
+// and stops at the record bound.
+func testLookbackTail(t *testing.T, brokers []string) {
 	cat := pipelinetest.Catalog(t, brokers, 3)
 	topic := cat.Topic(topics.Credited)
 	var outs []pipeline.Out
@@ -62,6 +65,6 @@ func testKafkaLogTail(t *testing.T, brokers []string) {
 	}
 }
 
-func TestKafkaLogTailEmbedded(t *testing.T) { testKafkaLogTail(t, pipelinetest.Embedded(t)) }
+func TestLookbackTailEmbedded(t *testing.T) { testLookbackTail(t, pipelinetest.Embedded(t)) }
 
-func TestKafkaLogTailKafka(t *testing.T) { testKafkaLogTail(t, pipelinetest.Brokers(t)) }
+func TestLookbackTailKafka(t *testing.T) { testLookbackTail(t, pipelinetest.Brokers(t)) }

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
@@ -140,53 +139,33 @@ func (h *helper) stop(t *testing.T) {
 }
 
 // readBatches reads every message of the batches topic (from the start).
-func readBatches(t *testing.T, brokers []string, topic string) []*kgo.Record {
+func readBatches(t *testing.T, brokers []string, topic string) []pipeline.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	tail := topicTail{brokers: brokers, clientID: "emit-test", topic: topic, timeout: 30 * time.Second}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	kc := pipelinetest.Kafka(brokers)
+	n, err := pipeline.Partitions(ctx, kc, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	n, err := tail.partitions(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []*kgo.Record
-	for q := int32(0); q < int32(n); q++ {
-		start, end, err := tail.bounds(ctx, cl, q)
+	var all []pipeline.Record
+	for q := range n {
+		_, end, err := pipeline.PartitionBounds(ctx, kc, topic, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if end <= start {
-			continue
-		}
-		c, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.FetchMaxPartitionBytes(64<<20),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {q: kgo.NewOffset().At(start)}}))
-		if err != nil {
+		if err := pipeline.ReadRange(ctx, kc, topic, q, 0, end, func(r pipeline.Record) error {
+			all = append(all, r)
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
-		for got := false; !got; {
-			fs := c.PollFetches(ctx)
-			if ctx.Err() != nil {
-				t.Fatal(ctx.Err())
-			}
-			for _, r := range fs.Records() {
-				all = append(all, r)
-				if r.Offset >= end-1 {
-					got = true
-				}
-			}
-		}
-		c.Close()
 	}
 	return all
 }
 
 // batchRows decodes batch messages into rows keyed by (tree, node).
-func batchRows(t *testing.T, recs []*kgo.Record) (map[string]int, []string) {
+func batchRows(t *testing.T, recs []pipeline.Record) (map[string]int, []string) {
 	t.Helper()
 	count := map[string]int{}
 	var ids []string
@@ -199,10 +178,8 @@ func batchRows(t *testing.T, recs []*kgo.Record) (map[string]int, []string) {
 			count[rowKey(r)]++
 		}
 		rec.Release()
-		for _, h := range m.Headers {
-			if h.Key == HeaderBatchID {
-				ids = append(ids, string(h.Value))
-			}
+		if id, ok := m.Headers[HeaderBatchID]; ok {
+			ids = append(ids, id)
 		}
 	}
 	return count, ids

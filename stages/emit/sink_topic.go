@@ -2,16 +2,12 @@ package emit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/murphy-rl/murphy/pipeline"
 )
@@ -121,113 +117,32 @@ func (e *ReadBackError) Error() string {
 }
 func (e *ReadBackError) Unwrap() error { return e.Err }
 
-// partitions returns the partition count of the batches topic.
-func (t *topicTail) partitions(ctx context.Context, cl *kgo.Client) (int, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(t.topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return 0, err
-	}
-	if len(resp.Topics) != 1 {
-		return 0, fmt.Errorf("metadata for %d topics", len(resp.Topics))
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		return 0, err
-	}
-	if len(resp.Topics[0].Partitions) == 0 {
-		return 0, errors.New("topic has no partitions")
-	}
-	return len(resp.Topics[0].Partitions), nil
+func (t *topicTail) kafka() pipeline.KafkaConfig {
+	c := pipeline.DefaultKafkaConfig()
+	c.Brokers, c.ClientID = t.brokers, t.clientID
+	return c
 }
 
-// bounds returns the start and end offsets of partition q.
-func (t *topicTail) bounds(ctx context.Context, cl *kgo.Client, q int32) (start, end int64, err error) {
-	get := func(ts int64) (int64, error) {
-		req := kmsg.NewPtrListOffsetsRequest()
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = t.topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = q
-		rp.Timestamp = ts
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+// readWindow reads offsets [lo, hi) of partition q and returns the ranges of
+// batches of the given source partition, in offset order.
+func (t *topicTail) readWindow(ctx context.Context, q int, lo, hi int64, source string, p int) ([]Range, error) {
+	var out []Range
+	part := strconv.Itoa(p)
+	err := pipeline.ReadRange(ctx, t.kafka(), t.topic, q, lo, hi, func(rec pipeline.Record) error {
+		if rec.Headers[HeaderSourceTopic] != source || rec.Headers[HeaderSourcePartition] != part {
+			return nil
+		}
+		r, err := ParseBatchID(rec.Headers[HeaderBatchID])
 		if err != nil {
-			return 0, err
+			return fmt.Errorf("offset %d: %w", rec.Offset, err)
 		}
-		for _, tp := range resp.Topics {
-			for _, pp := range tp.Partitions {
-				if pp.Partition == q {
-					if err := kerr.ErrorForCode(pp.ErrorCode); err != nil {
-						return 0, err
-					}
-					return pp.Offset, nil
-				}
-			}
-		}
-		return 0, fmt.Errorf("no offsets for partition %d", q)
-	}
-	if start, err = get(-2); err != nil {
-		return 0, 0, err
-	}
-	if end, err = get(-1); err != nil {
-		return 0, 0, err
-	}
-	return start, end, nil
-}
-
-// readWindow consumes offsets [lo, hi) of partition q and returns the
-// ranges of batches of the given source partition, in offset order.
-func (t *topicTail) readWindow(ctx context.Context, q int32, lo, hi int64, source string, p int) ([]Range, error) {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(t.brokers...),
-		kgo.ClientID(t.clientID),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {q: kgo.NewOffset().At(lo)}}),
-		kgo.FetchMaxWait(200*time.Millisecond),
-	)
+		out = append(out, r)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	var out []Range
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return nil, ferr
-		}
-		done := false
-		for _, rec := range fs.Records() {
-			if rec.Offset >= hi {
-				done = true
-				break
-			}
-			h := make(map[string]string, len(rec.Headers))
-			for _, kv := range rec.Headers {
-				h[kv.Key] = string(kv.Value)
-			}
-			if h[HeaderSourceTopic] == source && h[HeaderSourcePartition] == strconv.Itoa(p) {
-				r, err := ParseBatchID(h[HeaderBatchID])
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, r)
-			}
-			if rec.Offset >= hi-1 {
-				done = true
-			}
-		}
-		if done {
-			return out, nil
-		}
-	}
+	return out, nil
 }
 
 // scan reads the batches topic backwards from its end and returns the key
@@ -237,18 +152,13 @@ func (t *topicTail) scan(ctx context.Context, source string, p int, stop func(Ra
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	wrap := func(err error) error { return &ReadBackError{Topic: t.topic, Err: err} }
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.brokers...), kgo.ClientID(t.clientID))
-	if err != nil {
-		return "", nil, wrap(err)
-	}
-	defer cl.Close()
-	n, err := t.partitions(ctx, cl)
+	n, err := pipeline.Partitions(ctx, t.kafka(), t.topic)
 	if err != nil {
 		return "", nil, wrap(err)
 	}
 	key = batchKey(source, p, n)
-	q := int32(p % n)
-	start, end, err := t.bounds(ctx, cl, q)
+	q := p % n
+	start, end, err := pipeline.PartitionBounds(ctx, t.kafka(), t.topic, q)
 	if err != nil {
 		return "", nil, wrap(err)
 	}

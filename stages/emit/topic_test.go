@@ -1,6 +1,7 @@
 package emit
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -241,5 +242,45 @@ func TestTopicCatchesUpWithFileBatches(t *testing.T) {
 	}
 	if len(rows) != len(expectedRows(Range{}, treesAt(0, trees))) {
 		t.Fatalf("%d rows on the topic", len(rows))
+	}
+}
+
+// When the batches topic cannot be read back (no broker, no such topic), the
+// assignment fails with a ReadBackError instead of risking a duplicate batch.
+func TestTopicReadBackFailureFailsAssignment(t *testing.T) {
+	brokers := pipelinetest.Embedded(t)
+	for _, c := range []struct {
+		name   string
+		kafka  []string
+		create bool
+	}{
+		{"no broker", []string{"127.0.0.1:1"}, true},
+		{"no batches topic", brokers, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cat := topics.Catalog{Prefix: pipelinetest.Unique(t) + ".", Partitions: 2}
+			if c.create {
+				cat = pipelinetest.Catalog(t, brokers, 2)
+			}
+			cfg := DefaultConfig()
+			cfg.ReadBackTimeout = 5 * time.Second
+			prod := pipeline.NewProducer(pipelinetest.Kafka(brokers))
+			t.Cleanup(func() { prod.Close() })
+			s, err := NewStage(cfg, prod, cat, pipelinetest.Kafka(c.kafka), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := s.Spec()
+			start := time.Now()
+			_, err = spec.Assigned(t.Context(), pipeline.Assignment{Topic: spec.Input, Partition: 1, Committed: -1})
+			var rb *ReadBackError
+			if !errors.As(err, &rb) || rb.Topic != cat.Topic(topics.Batches) {
+				t.Fatalf("assignment: %v, want a ReadBackError for %s", err, cat.Topic(topics.Batches))
+			}
+			t.Logf("assignment failed after %v: %v", time.Since(start), err)
+			if d := time.Since(start); d > cfg.ReadBackTimeout+2*time.Second {
+				t.Fatalf("assignment failed after %v, beyond the read-back timeout %v", d, cfg.ReadBackTimeout)
+			}
+		})
 	}
 }
