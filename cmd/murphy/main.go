@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 		newExecCmd(),
 		newCreditCmd(),
 		newSubmitCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

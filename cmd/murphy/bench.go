@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/murphy-rl/murphy/bench"
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// benchOptions are the settings of `murphy bench` beyond bench.Config.
+type benchOptions struct {
+	Tasks    string
+	Format   string
+	Embedded bool
+	Check    bool
+}
+
+func newBenchCmd() *cobra.Command {
+	cfg := bench.DefaultConfig()
+	if v := os.Getenv("MURPHY_KAFKA_BROKERS"); v != "" {
+		cfg.Brokers = strings.Split(v, ",")
+	}
+	var opt benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench [overhead|bottleneck|memory]",
+		Short: "Measure pipeline overhead, sandbox bottleneck use and per-stage memory",
+		Long: `Measure the pipeline, each figure as a ratio against a baseline measured in
+the same run (see BENCHMARKS.md):
+
+  overhead    end-to-end samples/s with the sandbox replaced by an in-process
+              verdict (benchmark only), against raw kafka-go loops moving the
+              same records through the same hops; target >= 0.5
+  bottleneck  end-to-end samples/s with the real sandbox pool, against the same
+              pool's standalone executions/s on the same candidates; target >= 0.8
+  memory      peak RSS of each stage as its own process over a backlog of
+              10,000 trees, against a documented bound
+
+Without a subcommand all three run. The broker is --brokers (default
+$MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
+		Example: `  murphy bench
+  MURPHY_KAFKA_BROKERS=127.0.0.1:39092 murphy bench overhead --trees-per-task 40
+  murphy bench memory --embedded --memory-trees 10000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, opt, "overhead", "bottleneck", "memory")
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringSliceVar(&cfg.Brokers, "brokers", cfg.Brokers, "Kafka brokers (default $MURPHY_KAFKA_BROKERS; none: embedded broker)")
+	pf.BoolVar(&opt.Embedded, "embedded", false, "use an embedded broker even when brokers are set")
+	pf.StringVar(&opt.Tasks, "tasks", "", "task file (default: the built-in task set)")
+	pf.StringVar(&opt.Format, "format", "", "task file format (default: detect)")
+	pf.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of every benchmark topic")
+	pf.IntSliceVar(&cfg.GroupSizes, "group-sizes", cfg.GroupSizes, "children sampled per turn; the last repeats")
+	pf.IntVar(&cfg.Turns, "turns", cfg.Turns, "turns per tree")
+	pf.IntVar(&cfg.TreesPerTask, "trees-per-task", cfg.TreesPerTask, "trees per task of the overhead run")
+	pf.IntVar(&cfg.BottleneckTreesPerTask, "bottleneck-trees-per-task", cfg.BottleneckTreesPerTask, "trees per task of the bottleneck run")
+	pf.IntVar(&cfg.Execute.Concurrency, "execute-concurrency", cfg.Execute.Concurrency, "candidates evaluated at once by the execute stage (0 = one per sandbox)")
+	pf.IntVar(&cfg.VerdictConcurrency, "verdict-concurrency", cfg.VerdictConcurrency, "execute's concurrency with the in-process verdict (0 = as with the pool)")
+	pf.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the simulated policy and the sandbox")
+	pf.IntVar(&cfg.Execute.Sandbox.Workers, "workers", cfg.Execute.Sandbox.Workers, "sandboxes in the pool (0 = one per CPU)")
+	pf.DurationVar(&cfg.RunTimeout, "run-timeout", cfg.RunTimeout, "give up a pipeline run after this long")
+	pf.IntVar(&cfg.Memory.Trees, "memory-trees", cfg.Memory.Trees, "backlog of the memory benchmark, in trees")
+	pf.DurationVar(&cfg.Memory.StageTimeout, "memory-stage-timeout", cfg.Memory.StageTimeout, "longest run of one stage over its backlog")
+	pf.StringToIntVar(&cfg.Memory.BoundsMB, "memory-bound-mb", cfg.Memory.BoundsMB, "override a stage's peak RSS bound (e.g. emit=512; default: see BENCHMARKS.md)")
+	pf.BoolVar(&cfg.Keep, "keep", false, "leave the benchmark topics on the broker (default: deleted)")
+	pf.BoolVar(&opt.Check, "check", false, "exit 1 when a figure misses its target or bound")
+	for _, name := range []string{"overhead", "bottleneck", "memory"} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   name,
+			Short: "Run only the " + name + " benchmark",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, opt, name)
+			},
+		})
+	}
+	cmd.AddCommand(newBenchStageCmd())
+	return cmd
+}
+
+func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, opt benchOptions, which ...string) error {
+	if opt.Embedded {
+		cfg.Brokers = nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format}, stderr)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if len(ts) == 0 {
+		return &exitError{code: 2, err: errors.New("bench: no tasks")}
+	}
+	// The stages log at warn: progress lines would only slow the figures.
+	logw := stderr
+	slog.SetDefault(slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	b, err := bench.OpenBroker(cfg.Brokers, cfg.Partitions)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	fmt.Fprintf(stdout, "murphy bench: %s, %d tasks, group sizes %v, %d turns, simulated policy (not a model)\n\n",
+		b, len(ts), cfg.GroupSizes, cfg.Turns)
+	var missed []string
+	for _, w := range which {
+		switch w {
+		case "overhead":
+			res, err := bench.Overhead(ctx, b, cfg, ts, logw)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, res)
+			if res.Ratio() < bench.OverheadTarget {
+				missed = append(missed, fmt.Sprintf("overhead %.2f < %.1f", res.Ratio(), bench.OverheadTarget))
+			}
+		case "bottleneck":
+			res, err := bench.Bottleneck(ctx, b, cfg, ts, logw)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, res)
+			if res.Ratio() < bench.BottleneckTarget {
+				missed = append(missed, fmt.Sprintf("bottleneck use %.2f < %.1f", res.Ratio(), bench.BottleneckTarget))
+			}
+		case "memory":
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			launch := func(ctx context.Context, stage string, args []string) *exec.Cmd {
+				return exec.CommandContext(ctx, self, append([]string{"bench", "stage", stage}, args...)...)
+			}
+			res, err := bench.Memory(ctx, b, cfg, ts, launch, logw)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, res)
+			if !res.Within() {
+				missed = append(missed, "memory above its bound")
+			}
+		}
+	}
+	if opt.Check && len(missed) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("bench: %s", strings.Join(missed, "; "))}
+	}
+	return nil
+}
+
+// newBenchStageCmd is `murphy stage NAME` with consumer groups named after
+// the topic prefix, so that a benchmark's stage processes never join the
+// groups of a deployment sharing the cluster. The memory benchmark runs
+// each stage through it.
+func newBenchStageCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "stage NAME",
+		Short:  "Run one stage as `murphy stage` does, in consumer groups of the topic prefix",
+		Hidden: true,
+	}
+	for _, name := range stageNames {
+		cfg := defaultConfig()
+		var path string
+		c := &cobra.Command{
+			Use:  name,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := loadConfig(cmd.Flags(), path, &cfg); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				if err := cfg.validate([]string{name}); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				log := stderrLogger(&cfg).With("stage", name)
+				slog.SetDefault(log)
+				ctx := cmd.Context()
+				if err := pipeline.EnsureTopics(ctx, cfg.Kafka, cfg.Topics); err != nil {
+					return fmt.Errorf("topics: %w", err)
+				}
+				rt, err := pipeline.NewRuntime(pipeline.RuntimeConfig{Kafka: cfg.Kafka, Catalog: cfg.Topics, Name: name,
+					HTTPAddr: cfg.HTTPAddr, Logger: log, GroupPrefix: benchGroupPrefix(cfg.Topics)})
+				if err != nil {
+					return err
+				}
+				set, err := addStages(ctx, rt, &cfg, []string{name})
+				if err != nil {
+					return err
+				}
+				defer set.Close()
+				if err := rt.Run(ctx); err != nil && !errors.Is(err, ctx.Err()) {
+					return err
+				}
+				return nil
+			},
+		}
+		c.Flags().StringVar(&path, "config", "", "YAML configuration file")
+		bindCommon(c.Flags(), &cfg)
+		bindStage(c.Flags(), &cfg, name)
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+func benchGroupPrefix(cat topics.Catalog) string { return cat.Prefix + "murphy-" }
