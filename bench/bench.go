@@ -102,18 +102,19 @@ type MemoryConfig struct {
 
 // Bound is the documented bound, in MiB, on the peak RSS of stage's
 // process (BENCHMARKS.md gives the reasons): 128 for the stateless stages,
-// 192 for credit (open trees), and for emit 64 plus ten times the batch
-// size bound per partition (open batches held several times over while
-// encoded, doubled by the garbage collector's target).
+// 256 for credit (open trees), and for emit 64 plus sixteen times the
+// batch size bound per partition (an open batch per partition, held
+// several times over while it is encoded, doubled by the garbage
+// collector's target).
 func (c Config) Bound(stage string) int {
 	if b := c.Memory.BoundsMB[stage]; b > 0 {
 		return b
 	}
 	switch stage {
 	case "credit":
-		return 192
+		return 256
 	case "emit":
-		return 64 + 10*c.Partitions*c.Emit.MaxBytes/mib
+		return 64 + 16*c.Partitions*c.Emit.MaxBytes/mib
 	}
 	return 128
 }

@@ -229,10 +229,10 @@ func TestBounds(t *testing.T) {
 	}{
 		{"generate", func(*Config) {}, 128},
 		{"govern", func(*Config) {}, 128},
-		{"credit", func(*Config) {}, 192},
-		// 64 + 10 x 8 MiB x 4 partitions.
-		{"emit", func(*Config) {}, 384},
-		{"emit", func(c *Config) { c.Partitions = 8 }, 704},
+		{"credit", func(*Config) {}, 256},
+		// 64 + 16 x 8 MiB x 4 partitions.
+		{"emit", func(*Config) {}, 576},
+		{"emit", func(c *Config) { c.Partitions = 8 }, 1088},
 		{"emit", func(c *Config) { c.Memory.BoundsMB = map[string]int{"emit": 500} }, 500},
 	} {
 		cc := c

@@ -39,9 +39,10 @@ type StageMemory struct {
 	Elapsed             time.Duration
 	// PeakRSS is the stage process's VmHWM in bytes.
 	PeakRSS int64
-	// SandboxPeakRSS is the largest sum of the RSS of the stage's child
-	// processes (execute's sandboxes) seen while sampling every 100 ms;
-	// pages shared between them count once per process.
+	// SandboxPeakRSS is the largest memory of the stage's child processes
+	// (execute's sandboxes) together seen while sampling every 100 ms: the
+	// sum of their PSS (shared pages split between the processes sharing
+	// them), or of their RSS where PSS cannot be read.
 	SandboxPeakRSS int64
 	// BoundMB and SandboxBoundMB are the documented bounds (Config.Bound,
 	// Config.SandboxBound; 0 = none).
@@ -312,7 +313,7 @@ func stageMemory(ctx context.Context, b *Broker, c Config, cat topics.Catalog, s
 		if hwm, ok := procStatus(pid, "VmHWM"); ok {
 			sm.PeakRSS = max(sm.PeakRSS, hwm)
 		}
-		sm.SandboxPeakRSS = max(sm.SandboxPeakRSS, descendantsRSS(pid))
+		sm.SandboxPeakRSS = max(sm.SandboxPeakRSS, descendantsMemory(pid))
 	}
 	var (
 		runErr error
@@ -409,8 +410,11 @@ func countOutputs(ctx context.Context, kc pipeline.KafkaConfig, topic string, ba
 }
 
 // procStatus reads a kB field of /proc/<pid>/status in bytes.
-func procStatus(pid int, field string) (int64, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+func procStatus(pid int, field string) (int64, bool) { return procField(pid, "status", field) }
+
+// procField reads a kB field of /proc/<pid>/<file> in bytes.
+func procField(pid int, file, field string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
 	if err != nil {
 		return 0, false
 	}
@@ -427,11 +431,14 @@ func procStatus(pid int, field string) (int64, bool) {
 	return 0, false
 }
 
-// descendantsRSS sums the current RSS of every descendant of pid.
-func descendantsRSS(pid int) int64 {
+// descendantsMemory sums the current PSS (else RSS) of every descendant
+// of pid.
+func descendantsMemory(pid int) int64 {
 	var sum int64
 	for _, c := range descendants(pid) {
-		if rss, ok := procStatus(c, "VmRSS"); ok {
+		if pss, ok := procField(c, "smaps_rollup", "Pss"); ok {
+			sum += pss
+		} else if rss, ok := procStatus(c, "VmRSS"); ok {
 			sum += rss
 		}
 	}
