@@ -80,7 +80,14 @@ type deployment struct {
 	out     string
 	logs    string
 	mu      sync.Mutex
-	procs   map[string]*exec.Cmd
+	procs   map[string]*proc
+}
+
+// proc is one running stage process; done closes when it has exited.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	code int
 }
 
 // replicas of each stage: two of execute and of generate.
@@ -88,7 +95,7 @@ var replicas = []string{"generate#1", "generate#2", "execute#1", "execute#2", "g
 
 func newDeployment(t *testing.T, bin string, brokers []string) *deployment {
 	d := &deployment{t: t, bin: bin, brokers: strings.Join(brokers, ","), prefix: pipelinetest.Unique(t) + ".",
-		out: filepath.Join(t.TempDir(), "out"), logs: t.TempDir(), procs: map[string]*exec.Cmd{}}
+		out: filepath.Join(t.TempDir(), "out"), logs: t.TempDir(), procs: map[string]*proc{}}
 	t.Cleanup(func() { d.stopAll() })
 	return d
 }
@@ -122,19 +129,27 @@ func (d *deployment) start(replica string) {
 	if err := cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
-	go func() { _ = cmd.Wait(); f.Close() }()
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		f.Close()
+		close(p.done)
+	}()
 	d.mu.Lock()
-	d.procs[replica] = cmd
+	d.procs[replica] = p
 	d.mu.Unlock()
 }
 
 func (d *deployment) kill9(replica string) {
 	d.mu.Lock()
-	cmd := d.procs[replica]
+	p := d.procs[replica]
 	d.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	for i := 0; i < 100 && (cmd.ProcessState == nil); i++ {
-		time.Sleep(20 * time.Millisecond)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		d.t.Fatalf("%s did not die on SIGKILL", replica)
 	}
 }
 
@@ -143,21 +158,23 @@ func (d *deployment) kill9(replica string) {
 func (d *deployment) stopAll() []string {
 	d.mu.Lock()
 	procs := d.procs
-	d.procs = map[string]*exec.Cmd{}
+	d.procs = map[string]*proc{}
 	d.mu.Unlock()
-	for _, c := range procs {
-		_ = c.Process.Signal(syscall.SIGTERM)
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	var unclean []string
 	deadline := time.Now().Add(60 * time.Second)
-	for name, c := range procs {
-		for c.ProcessState == nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
+	for name, p := range procs {
+		select {
+		case <-p.done:
+			if p.code != 0 {
+				unclean = append(unclean, fmt.Sprintf("%s (exit %d)", name, p.code))
+			}
+		case <-time.After(time.Until(deadline)):
+			unclean = append(unclean, name+" (still running)")
+			_ = p.cmd.Process.Kill()
 		}
-		if c.ProcessState == nil || c.ProcessState.ExitCode() != 0 {
-			unclean = append(unclean, name)
-		}
-		_ = c.Process.Kill()
 	}
 	return unclean
 }
