@@ -73,13 +73,17 @@ type Config struct {
 	Seed int64 `yaml:"seed"`
 	// RunTimeout bounds one pipeline run.
 	RunTimeout time.Duration `yaml:"run_timeout"`
-	// Stages configures the stages as in production (emit writes to the
-	// batches topic only).
+	// Generate configures the generate stage (production defaults).
 	Generate generate.Config `yaml:"generate"`
-	Execute  execute.Config  `yaml:"execute"`
-	Govern   govern.Config   `yaml:"govern"`
-	Credit   credit.Config   `yaml:"credit"`
-	Emit     emit.Config     `yaml:"emit"`
+	// Execute configures the execute stage and its sandbox pool (half the
+	// CPUs by default; see DefaultConfig).
+	Execute execute.Config `yaml:"execute"`
+	// Govern configures the govern stage.
+	Govern govern.Config `yaml:"govern"`
+	// Credit configures the credit stage.
+	Credit credit.Config `yaml:"credit"`
+	// Emit configures the emit stage (the batches topic only, no files).
+	Emit emit.Config `yaml:"emit"`
 	// Memory configures the memory benchmark.
 	Memory MemoryConfig `yaml:"memory"`
 	// Keep leaves the benchmark topics on the broker for inspection

@@ -155,10 +155,12 @@ func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, e
 	defer table.Close()
 	lookup := tasks.FromTable(table, pipeline.ErrNotFound)
 	if err := addStages(rt, b.Kafka, cat, c, ex, lookup); err != nil {
+		rt.Producer().Close()
 		return Run{}, err
 	}
 	w, err := startWatch(ctx, b.Kafka, cat)
 	if err != nil {
+		rt.Producer().Close()
 		return Run{}, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
