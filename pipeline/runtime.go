@@ -42,7 +42,8 @@ type RuntimeConfig struct {
 	Retry    RetryConfig
 	// ShutdownTimeout bounds how long in-flight records may take to finish.
 	ShutdownTimeout time.Duration
-	// GroupPrefix prefixes consumer group names ("murphy-" by default).
+	// GroupPrefix prefixes consumer group names (default: the catalog's topic
+	// prefix, so that deployments sharing a cluster never share groups).
 	GroupPrefix string
 	Logger      *slog.Logger
 }
@@ -79,7 +80,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
 	if cfg.GroupPrefix == "" {
-		cfg.GroupPrefix = "murphy-"
+		cfg.GroupPrefix = cfg.Catalog.Prefix
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
