@@ -279,7 +279,9 @@ def child(req, payload, stdin_r, out_w, err_w, rep_w):
         budget = vmsize_bytes() + int(lim["memory_bytes"])
         resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
         cpu = int(lim["cpu_seconds"])
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        # SIGXCPU at the limit (a timeout the parent recognises); SIGKILL one
+        # second later if the program handles or ignores SIGXCPU.
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(lim["file_bytes"]),) * 2)
         resource.setrlimit(resource.RLIMIT_NPROC, (int(lim["procs"]),) * 2)
         resource.setrlimit(resource.RLIMIT_NOFILE, (int(lim["open_files"]),) * 2)

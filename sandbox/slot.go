@@ -427,8 +427,10 @@ wait:
 	}
 	res.CPU = time.Duration((exitMsg.UTime + exitMsg.STime) * float64(time.Second))
 	res.MaxRSSKB = exitMsg.MaxRSS
-	// The CPU rlimit kills with SIGKILL at its hard limit.
-	if ws.Signaled() && ws.Signal() == syscall.SIGKILL && res.CPU >= lim.CPU-50*time.Millisecond {
+	// The CPU rlimit kills with SIGKILL at its hard limit (a second past the
+	// soft one, for programs that ignore SIGXCPU). Reported CPU time is
+	// sampled, so allow it to fall a little short of the limit.
+	if ws.Signaled() && ws.Signal() == syscall.SIGKILL && res.CPU >= lim.CPU*9/10 {
 		res.TimedOut = true
 	}
 	res.Stdout, res.Stderr = stdout.buf, stderr.buf
