@@ -229,7 +229,7 @@ func DefaultConfig() Config {
 			Enabled:        true,
 			MaxPromptBytes: 16 << 10,
 		},
-		Concurrency: 4,
+		Concurrency: 32,
 	}
 }
 
