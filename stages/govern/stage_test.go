@@ -80,7 +80,7 @@ func value(m *dto.Metric) float64 {
 func TestStageHandle(t *testing.T) {
 	s, reg := newTestStage(t, DefaultConfig(), tasksWith(testTask()))
 	spec := s.Spec()
-	if spec.Name != "govern" || len(spec.Inputs) != 1 || spec.Inputs[0] != "test.executions" || spec.Handler == nil || spec.Concurrency != 4 {
+	if spec.Name != "govern" || len(spec.Inputs) != 1 || spec.Inputs[0] != "test.executions" || spec.Handler == nil || spec.Concurrency != DefaultConfig().Concurrency {
 		t.Fatalf("spec %+v", spec)
 	}
 
