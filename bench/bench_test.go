@@ -164,7 +164,7 @@ func TestBottleneckTiny(t *testing.T) {
 	}
 }
 
-// buildMurphy builds the murphy command, whose `bench stage NAME` runs
+// buildMurphy builds the murphy command, whose `stage NAME` runs
 // one stage per process for the memory benchmark.
 func buildMurphy(t *testing.T) string {
 	t.Helper()
@@ -190,7 +190,7 @@ func TestMemoryTiny(t *testing.T) {
 	c.Memory.Trees = 2 * len(ts)
 	c.Memory.StageTimeout = 45 * time.Second
 	launch := func(ctx context.Context, stage string, args []string) *exec.Cmd {
-		return exec.CommandContext(ctx, bin, append([]string{"bench", "stage", stage}, args...)...)
+		return exec.CommandContext(ctx, bin, append([]string{"stage", stage}, args...)...)
 	}
 	res, err := Memory(context.Background(), b, c, ts, launch, os.Stderr)
 	if err != nil {

@@ -24,9 +24,9 @@ import (
 )
 
 // StageLauncher returns the command that runs one stage as its own process
-// (`murphy bench stage NAME ARGS...`: `murphy stage NAME ARGS...` with
-// consumer groups of its own). args carry --kafka.brokers, --topics.* and
-// the stage's settings.
+// (`murphy stage NAME ARGS...`, whose consumer groups are named after the
+// topic prefix, so a benchmark never joins a deployment's groups). args
+// carry --kafka.brokers, --topics.* and the stage's settings.
 type StageLauncher func(ctx context.Context, stage string, args []string) *exec.Cmd
 
 // StageMemory is one stage process over its backlog.

@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/murphy-rl/murphy/bench"
-	"github.com/murphy-rl/murphy/pipeline"
-	"github.com/murphy-rl/murphy/topics"
 )
 
 // benchOptions are the settings of `murphy bench` beyond bench.Config.
@@ -85,7 +83,6 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 			},
 		})
 	}
-	cmd.AddCommand(newBenchStageCmd())
 	return cmd
 }
 
@@ -140,7 +137,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 				return err
 			}
 			launch := func(ctx context.Context, stage string, args []string) *exec.Cmd {
-				return exec.CommandContext(ctx, self, append([]string{"bench", "stage", stage}, args...)...)
+				return exec.CommandContext(ctx, self, append([]string{"stage", stage}, args...)...)
 			}
 			res, err := bench.Memory(ctx, b, cfg, ts, launch, logw)
 			if err != nil {
@@ -157,58 +154,3 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 	}
 	return nil
 }
-
-// newBenchStageCmd is `murphy stage NAME` with consumer groups named after
-// the topic prefix, so that a benchmark's stage processes never join the
-// groups of a deployment sharing the cluster. The memory benchmark runs
-// each stage through it.
-func newBenchStageCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:    "stage NAME",
-		Short:  "Run one stage as `murphy stage` does, in consumer groups of the topic prefix",
-		Hidden: true,
-	}
-	for _, name := range stageNames {
-		cfg := defaultConfig()
-		var path string
-		c := &cobra.Command{
-			Use:  name,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				if err := loadConfig(cmd.Flags(), path, &cfg); err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				if err := cfg.validate([]string{name}); err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				log := stderrLogger(&cfg).With("stage", name)
-				slog.SetDefault(log)
-				ctx := cmd.Context()
-				if err := pipeline.EnsureTopics(ctx, cfg.Kafka, cfg.Topics); err != nil {
-					return fmt.Errorf("topics: %w", err)
-				}
-				rt, err := pipeline.NewRuntime(pipeline.RuntimeConfig{Kafka: cfg.Kafka, Catalog: cfg.Topics, Name: name,
-					HTTPAddr: cfg.HTTPAddr, Logger: log, GroupPrefix: benchGroupPrefix(cfg.Topics)})
-				if err != nil {
-					return err
-				}
-				set, err := addStages(ctx, rt, &cfg, []string{name})
-				if err != nil {
-					return err
-				}
-				defer set.Close()
-				if err := rt.Run(ctx); err != nil && !errors.Is(err, ctx.Err()) {
-					return err
-				}
-				return nil
-			},
-		}
-		c.Flags().StringVar(&path, "config", "", "YAML configuration file")
-		bindCommon(c.Flags(), &cfg)
-		bindStage(c.Flags(), &cfg, name)
-		cmd.AddCommand(c)
-	}
-	return cmd
-}
-
-func benchGroupPrefix(cat topics.Catalog) string { return cat.Prefix + "murphy-" }
