@@ -19,14 +19,14 @@ import (
 )
 
 // backlog builds the records of many trees without Kafka, through the
-// stages' own handlers (generate's Generate, the execute steps over the
+// stages' own handlers (generate's Generate, execute's Handle over the
 // in-process verdict, govern's Handle, credit's tree assembly and Credit),
 // in waves of trees processed turn by turn, so that a wave's records
 // interleave on the topics as trees in flight do in a run.
 type backlog struct {
 	cfg  Config
 	gen  *generate.Stage
-	exec *runnerExecute
+	exec *execute.Stage
 	gov  *govern.Stage
 	cc   topics.CreditConfig
 }
@@ -45,10 +45,13 @@ func newBacklog(c Config, ts []topics.Task) (*backlog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &backlog{cfg: c, gen: gen, gov: gov, cc: c.Credit.CreditConfig(),
-		exec: &runnerExecute{lookup: lookup, cat: backlogCatalog,
-			eval: &execute.Evaluator{Runner: NewVerdict(ts), FeedbackBytes: c.Execute.FeedbackBytes, StdioMaxTimeouts: c.Execute.StdioMaxTimeouts}},
-	}, nil
+	ec := c.Execute
+	ec.Concurrency = 1 // built sequentially; the stage's concurrency is not used
+	exec, err := execute.New(ec, NewVerdict(ts), lookup, backlogCatalog, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &backlog{cfg: c, gen: gen, gov: gov, cc: c.Credit.CreditConfig(), exec: exec}, nil
 }
 
 // wave is the records of one wave of trees, by topic, in the order a run
@@ -75,7 +78,7 @@ func (b *backlog) build(ctx context.Context, roots []*topics.Prompt) (wave, erro
 			return nil, err
 		}
 		w.add(cands...)
-		execs, err := parallel(ctx, cands, b.exec.handle)
+		execs, err := parallel(ctx, cands, b.exec.Handle)
 		if err != nil {
 			return nil, err
 		}

@@ -195,15 +195,10 @@ func addStages(rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog
 			return err
 		}
 	}
-	if ex.pool != nil {
-		st, err := execute.New(c.Execute, ex.pool, lookup, cat, reg)
-		if err != nil {
-			return err
-		}
-		if err := rt.AddStage(st.Spec()); err != nil {
-			return err
-		}
-	} else {
+	ec := c.Execute
+	var runner sandbox.Runner = ex.pool
+	if ex.pool == nil {
+		runner = ex.runner
 		n := c.VerdictConcurrency
 		if n == 0 {
 			n = c.Execute.Concurrency
@@ -215,12 +210,14 @@ func addStages(rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog
 				n = startMachine().CPUs
 			}
 		}
-		h := &runnerExecute{lookup: lookup, cat: cat,
-			eval: &execute.Evaluator{Runner: ex.runner, FeedbackBytes: c.Execute.FeedbackBytes, StdioMaxTimeouts: c.Execute.StdioMaxTimeouts}}
-		if err := rt.AddStage(pipeline.Stage{Name: c.Execute.Name, Inputs: []string{cat.Topic(topics.Candidates)},
-			Handler: h.handle, Concurrency: n}); err != nil {
-			return err
-		}
+		ec.Concurrency = n
+	}
+	st, err := execute.New(ec, runner, lookup, cat, reg)
+	if err != nil {
+		return err
+	}
+	if err := rt.AddStage(st.Spec()); err != nil {
+		return err
 	}
 	gov, err := govern.NewStage(c.Govern, lookup, nil, cat, reg)
 	if err != nil {
@@ -241,45 +238,6 @@ func addStages(rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog
 		return err
 	}
 	return rt.AddPartitionStage(em.Spec())
-}
-
-// runnerExecute is the execute stage's handler over any sandbox.Runner:
-// the same steps as execute.Stage.Handle (decode, look the task up,
-// evaluate, encode), which takes a *sandbox.Pool.
-type runnerExecute struct {
-	eval   *execute.Evaluator
-	lookup tasks.Lookup
-	cat    topics.Catalog
-}
-
-func (h *runnerExecute) handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
-	var c topics.Candidate
-	if err := topics.Decode(rec.Value, &c); err != nil {
-		return nil, pipeline.Poison("malformed_candidate", err)
-	}
-	ex := topics.Execution{Candidate: c}
-	if c.InfraCause != "" {
-		ex.Status = topics.StatusNotRun
-		ex.Feedback = "Status: not_run\nThe candidate was not run: " + c.InfraCause + "\n"
-	} else {
-		task, err := h.lookup.Task(ctx, c.TaskID)
-		if err != nil {
-			return nil, fmt.Errorf("execute: task %q of candidate %s: %w", c.TaskID, c.NodeID, err)
-		}
-		o, err := h.eval.Evaluate(ctx, task, c.Code)
-		if err != nil {
-			return nil, fmt.Errorf("execute: candidate %s: %w", c.NodeID, err)
-		}
-		ex.Status, ex.TestsPassed, ex.TestsTotal, ex.PassRate = o.Status, o.TestsPassed, o.TestsTotal, o.PassRate
-		ex.Feedback, ex.Results, ex.SandboxError = o.Feedback, o.Results, o.SandboxError
-		ex.DurationMS = o.Duration.Milliseconds()
-	}
-	ex.ExecutedAt = time.Now().UTC()
-	b, err := topics.Encode(&ex)
-	if err != nil {
-		return nil, pipeline.Poison("execution_invalid", err)
-	}
-	return []pipeline.Out{{Topic: h.cat.Topic(topics.Executions), Key: c.TreeID, Value: b}}, nil
 }
 
 // watch follows a run from outside any consumer group: the first candidate

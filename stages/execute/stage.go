@@ -65,21 +65,27 @@ func (c Config) Validate() error {
 type Stage struct {
 	cfg     Config
 	eval    *Evaluator
-	pool    *sandbox.Pool
+	runner  sandbox.Runner
 	lookup  tasks.Lookup
 	cat     topics.Catalog
 	metrics *Metrics
 	now     func() time.Time
 }
 
-// New builds the stage over a running pool and a task lookup. reg may be
-// nil (no metrics).
-func New(cfg Config, pool *sandbox.Pool, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+// New builds the stage over a runner (a running *sandbox.Pool in
+// production; a benchmark may pass another sandbox.Runner) and a task
+// lookup. reg may be nil (no metrics). Without a pool, cfg.Concurrency must
+// say how many candidates are evaluated at once.
+func New(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if pool == nil || lookup == nil {
-		return nil, errors.New("execute: a pool and a task lookup are required")
+	if runner == nil || lookup == nil {
+		return nil, errors.New("execute: a runner and a task lookup are required")
+	}
+	pool, _ := runner.(*sandbox.Pool)
+	if pool == nil && cfg.Concurrency == 0 {
+		return nil, errors.New("execute: concurrency is required when the runner is not a pool")
 	}
 	if err := cat.Validate(); err != nil {
 		return nil, err
@@ -89,8 +95,8 @@ func New(cfg Config, pool *sandbox.Pool, lookup tasks.Lookup, cat topics.Catalog
 		return nil, err
 	}
 	return &Stage{
-		cfg: cfg, pool: pool, lookup: lookup, cat: cat, metrics: m, now: time.Now,
-		eval: &Evaluator{Runner: pool, FeedbackBytes: cfg.FeedbackBytes, StdioMaxTimeouts: cfg.StdioMaxTimeouts},
+		cfg: cfg, runner: runner, lookup: lookup, cat: cat, metrics: m, now: time.Now,
+		eval: &Evaluator{Runner: runner, FeedbackBytes: cfg.FeedbackBytes, StdioMaxTimeouts: cfg.StdioMaxTimeouts},
 	}, nil
 }
 
@@ -98,7 +104,7 @@ func New(cfg Config, pool *sandbox.Pool, lookup tasks.Lookup, cat topics.Catalog
 func (s *Stage) Spec() pipeline.Stage {
 	n := s.cfg.Concurrency
 	if n == 0 {
-		n = s.pool.Size()
+		n = s.runner.(*sandbox.Pool).Size() // New checked: no concurrency means a pool
 	}
 	return pipeline.Stage{
 		Name:        s.cfg.Name,
@@ -165,7 +171,8 @@ type Metrics struct {
 	Restarts prometheus.CounterFunc
 }
 
-// NewMetrics registers the metrics on reg (nil = unregistered).
+// NewMetrics registers the metrics on reg (nil = unregistered). The pool
+// gauges read pool; without one (nil) they stay zero.
 func NewMetrics(reg prometheus.Registerer, stage string, pool *sandbox.Pool) (*Metrics, error) {
 	labels := prometheus.Labels{"stage": stage}
 	m := &Metrics{
@@ -179,14 +186,19 @@ func NewMetrics(reg prometheus.Registerer, stage string, pool *sandbox.Pool) (*M
 		Saturation: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "murphy_execute_pool_saturation", Help: "Fraction of sandboxes busy.", ConstLabels: labels,
 		}, func() float64 {
-			if pool.Size() == 0 {
+			if pool == nil || pool.Size() == 0 {
 				return 0
 			}
 			return float64(pool.Busy()) / float64(pool.Size())
 		}),
 		Restarts: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "murphy_execute_sandbox_restarts_total", Help: "Sandboxes replaced after a failure.", ConstLabels: labels,
-		}, func() float64 { return float64(pool.Stats().Restarts) }),
+		}, func() float64 {
+			if pool == nil {
+				return 0
+			}
+			return float64(pool.Stats().Restarts)
+		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.Executions, m.Duration, m.Saturation, m.Restarts} {
