@@ -21,11 +21,11 @@ bash bench/install-test-deps.sh
 bash python/install-test-deps.sh
 bash openai/install-test-deps.sh
 go mod download
+export MURPHY_KAFKA_HOME=${MURPHY_KAFKA_HOME:-$root/.cache/kafka-test}
+export MURPHY_KAFKA_PORT=${MURPHY_KAFKA_PORT:-39192}
 deploy/kafka/kafka.sh install
 
 log "starting Kafka"
-export MURPHY_KAFKA_HOME=${MURPHY_KAFKA_HOME:-$root/.cache/kafka-test}
-export MURPHY_KAFKA_PORT=${MURPHY_KAFKA_PORT:-39192}
 deploy/kafka/kafka.sh clean >/dev/null 2>&1 || true
 trap 'deploy/kafka/kafka.sh stop' EXIT
 deploy/kafka/kafka.sh start
