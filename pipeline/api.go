@@ -165,9 +165,13 @@ type KafkaConfig struct {
 	ClientID string `yaml:"client_id"`
 	// BatchTimeout bounds how long the producer waits to fill a batch.
 	BatchTimeout time.Duration `yaml:"batch_timeout"`
+	// StartupTimeout bounds how long creating and waiting for the topics may
+	// take at startup, so a stage started while the brokers are down or
+	// restarting waits for them instead of exiting. Zero means 2 minutes.
+	StartupTimeout time.Duration `yaml:"startup_timeout"`
 }
 
 // DefaultKafkaConfig is a local single broker with low-latency batching.
 func DefaultKafkaConfig() KafkaConfig {
-	return KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "murphy", BatchTimeout: 2 * time.Millisecond}
+	return KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "murphy", BatchTimeout: 2 * time.Millisecond, StartupTimeout: 2 * time.Minute}
 }

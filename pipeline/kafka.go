@@ -26,6 +26,9 @@ func (c KafkaConfig) Validate() error {
 	if c.BatchTimeout < 0 {
 		return errors.New("kafka: batch_timeout must be >= 0")
 	}
+	if c.StartupTimeout < 0 {
+		return errors.New("kafka: startup_timeout must be >= 0")
+	}
 	return nil
 }
 
@@ -270,65 +273,83 @@ func createTopicConfigs(ctx context.Context, cfg KafkaConfig, reqs ...kafka.Topi
 // createTopicConfigsWith creates topics through rt, so that a writer sharing
 // rt sees them in its metadata cache at once.
 func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.RoundTripper, reqs ...kafka.TopicConfig) error {
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: rt}
-	var lastErr error
-	for attempt := 0; attempt < 20; attempt++ {
-		resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: reqs})
-		if err == nil {
-			lastErr = nil
-			for name, terr := range resp.Errors {
-				if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
-					lastErr = fmt.Errorf("create topic %s: %w", name, terr)
-				}
-			}
-			if lastErr == nil {
-				return waitTopics(ctx, client, reqs)
-			}
-		} else {
-			lastErr = fmt.Errorf("create topics: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(lastErr, ctx.Err())
-		case <-time.After(backoff(attempt, 50*time.Millisecond, 2*time.Second)):
-		}
+	timeout := cfg.StartupTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
 	}
-	return lastErr
-}
-
-// waitTopics waits until the metadata shows every topic with its leaders.
-func waitTopics(ctx context.Context, client *kafka.Client, reqs []kafka.TopicConfig) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: rt}
 	names := make([]string, len(reqs))
 	for i, r := range reqs {
 		names[i] = r.Topic
 	}
+	created := false
+	var lastErr error
 	for attempt := 0; ; attempt++ {
-		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
-		if err == nil {
-			ready := true
-			for _, t := range md.Topics {
-				if t.Error != nil || len(t.Partitions) == 0 {
-					ready = false
-				}
-				for _, p := range t.Partitions {
-					if p.Leader.Host == "" {
-						ready = false
-					}
-				}
-			}
-			if ready && len(md.Topics) == len(names) {
+		if !created {
+			lastErr = createOnce(ctx, client, reqs)
+			created = lastErr == nil
+		}
+		if created {
+			if lastErr = topicsReady(ctx, client, names); lastErr == nil {
 				return nil
 			}
 		}
-		if attempt > 100 {
-			return fmt.Errorf("topics %v not ready: %v", names, err)
-		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return fmt.Errorf("topics not ready within %s (kafka.startup_timeout): %w", timeout, lastErr)
+		case <-time.After(backoff(attempt, 50*time.Millisecond, 2*time.Second)):
 		}
 	}
+}
+
+// createOnce sends one CreateTopics request; topics that exist already are fine.
+func createOnce(ctx context.Context, client *kafka.Client, reqs []kafka.TopicConfig) error {
+	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: reqs})
+	if err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
+	var errs []error
+	for name, terr := range resp.Errors {
+		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("create topic %s: %w", name, terr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// topicsReady reports whether the metadata shows every topic with a leader
+// for each partition, and if not, which topic is missing what.
+func topicsReady(ctx context.Context, client *kafka.Client, names []string) error {
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, t := range md.Topics {
+		seen[t.Name] = true
+		switch {
+		case t.Error != nil:
+			return fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		case len(t.Partitions) == 0:
+			return fmt.Errorf("topic %s: no partitions yet", t.Name)
+		}
+		for _, p := range t.Partitions {
+			if p.Leader.Host == "" {
+				return fmt.Errorf("topic %s partition %d: no leader yet", t.Name, p.ID)
+			}
+		}
+	}
+	for _, n := range names {
+		if !seen[n] {
+			return fmt.Errorf("topic %s: not in metadata yet", n)
+		}
+	}
+	return nil
 }
 
 // backoff returns an exponential delay for the given attempt, capped.

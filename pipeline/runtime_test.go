@@ -205,3 +205,47 @@ func TestHealthAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A stage started while the broker is down waits for it (up to
+// kafka.startup_timeout) instead of giving up; past the timeout it says why.
+func TestEnsureTopicsWaitsForBroker(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := pipeline.DefaultKafkaConfig()
+	cfg.Brokers = []string{l.Addr().String()}
+	cat := topics.DefaultCatalog()
+	cat.Partitions = 2
+
+	short := cfg
+	short.StartupTimeout = 300 * time.Millisecond
+	err = pipeline.EnsureTopics(context.Background(), short, cat)
+	if err == nil || !strings.Contains(err.Error(), "startup_timeout") || !strings.Contains(err.Error(), "create topics") {
+		t.Fatalf("with no broker: %v, want a timeout naming the cause", err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- pipeline.EnsureTopics(context.Background(), cfg, cat) }()
+	time.Sleep(time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the broker started: %v", err)
+	default:
+	}
+	b, err := pipeline.StartEmbedded(pipeline.EmbeddedConfig{Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("topics not created 30s after the broker started")
+	}
+}

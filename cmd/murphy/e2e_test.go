@@ -197,10 +197,26 @@ func (d *deployment) waitTrees(want int, timeout time.Duration) {
 		if err == nil && dataset.Trees(rows) >= want {
 			return
 		}
+		d.checkAlive()
 		if time.Now().After(deadline) {
 			d.t.Fatalf("output holds %d of %d trees after %s (err %v); logs in %s:\n%s", dataset.Trees(rows), want, timeout, err, d.logs, d.tail())
 		}
 		time.Sleep(2 * time.Second)
+	}
+}
+
+// checkAlive fails the test at once when a stage process exited without
+// being told to: a stage must ride out kills of its peers and broker
+// restarts, not give up.
+func (d *deployment) checkAlive() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, p := range d.procs {
+		select {
+		case <-p.done:
+			d.t.Fatalf("%s exited on its own (exit %d); logs in %s:\n%s", name, p.code, d.logs, d.tail())
+		default:
+		}
 	}
 }
 
@@ -340,9 +356,10 @@ func TestChaos(t *testing.T) {
 	killed := map[string]int{}
 	brokerRestarted := false
 	for i := 0; ; i++ {
-		time.Sleep(time.Duration(1000+rng.IntN(1500)) * time.Millisecond)
+		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
 		rows, _ := dataset.ReadDir(d.out)
 		done := dataset.Trees(rows)
+		d.checkAlive()
 		everyStage := len(killed) == len(stageNames)
 		if everyStage && brokerRestarted {
 			break
