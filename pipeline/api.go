@@ -54,7 +54,13 @@ type Stage struct {
 
 // Producer writes records synchronously with acks from all in-sync replicas.
 type Producer interface {
+	// Produce writes outs and returns once the brokers acknowledged them.
 	Produce(ctx context.Context, outs ...Out) error
+	// ProduceAsync queues outs and returns at once; done is called with the
+	// outcome once the brokers acknowledged them (or the write failed), from
+	// the producer's goroutine, so it must not block. After Close it is
+	// called at once with an error.
+	ProduceAsync(outs []Out, done func(error))
 	Close() error
 }
 

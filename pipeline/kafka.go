@@ -80,8 +80,12 @@ func newWriter(c KafkaConfig) *kafka.Writer {
 // flight, so batches grow with load instead of waiting for a timer, and each
 // caller returns when its own records are acknowledged.
 type kafkaProducer struct {
-	w         *kafka.Writer
-	reqs      chan *produceReq
+	w    *kafka.Writer
+	reqs chan *produceReq
+	// mu guards closed: senders hold it shared while they enqueue, so that
+	// once Close holds it every queued request is in reqs and gets written.
+	mu        sync.RWMutex
+	closed    bool
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -90,7 +94,8 @@ type kafkaProducer struct {
 
 type produceReq struct {
 	msgs []kafka.Message
-	done chan error
+	done chan error  // Produce waits here
+	cb   func(error) // or ProduceAsync's callback
 }
 
 const (
@@ -100,13 +105,18 @@ const (
 	maxGroupRecords = 4096
 )
 
-// NewProducer returns the project's producer: synchronous, acks=all, murmur2.
+var errProducerClosed = errors.New("producer closed")
+
+// NewProducer returns the project's producer: acks=all, murmur2.
 func NewProducer(cfg KafkaConfig) Producer {
 	p := &kafkaProducer{w: newWriter(cfg), reqs: make(chan *produceReq, 1024), stop: make(chan struct{})}
 	// Batches form in the group-commit loops; the writer's own timer only
 	// needs to let one call's records reach every partition batch.
 	p.w.BatchTimeout = 100 * time.Microsecond
-	p.w.BatchSize = maxGroupRecords
+	// BatchSize caps the records of one partition's produce request, and
+	// kafka-go allocates that capacity up front for every batch: a bigger
+	// group simply becomes several requests per partition.
+	p.w.BatchSize = 128
 	for i := 0; i < producerLoops; i++ {
 		p.wg.Add(1)
 		go p.loop()
@@ -114,32 +124,79 @@ func NewProducer(cfg KafkaConfig) Producer {
 	return p
 }
 
-func (p *kafkaProducer) Produce(ctx context.Context, outs ...Out) error {
-	if len(outs) == 0 {
-		return nil
+// request builds a pooled request for outs.
+func request(outs []Out) *produceReq {
+	r := reqPool.Get().(*produceReq)
+	for _, o := range outs {
+		r.msgs = append(r.msgs, toKafka(o))
 	}
-	r := &produceReq{msgs: make([]kafka.Message, len(outs)), done: make(chan error, 1)}
-	for i, o := range outs {
-		r.msgs[i] = toKafka(o)
+	return r
+}
+
+// enqueue hands r to the write loops; false means the producer is closed
+// (or ctx ended first) and r was not queued.
+func (p *kafkaProducer) enqueue(ctx context.Context, r *produceReq) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return errProducerClosed
 	}
 	select {
 	case p.reqs <- r:
-	case <-p.stop:
-		return errors.New("producer closed")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.done:
-		if err != nil {
-			return fmt.Errorf("produce %d records to %s: %w", len(outs), outs[0].Topic, err)
-		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
+func (p *kafkaProducer) Produce(ctx context.Context, outs ...Out) error {
+	if len(outs) == 0 {
+		return nil
+	}
+	r := request(outs)
+	if err := p.enqueue(ctx, r); err != nil {
+		r.release()
+		return err
+	}
+	select {
+	case err := <-r.done:
+		// The loop is done with r: it can be reused.
+		r.release()
+		if err != nil {
+			return fmt.Errorf("produce %d records to %s: %w", len(outs), outs[0].Topic, err)
+		}
+		return nil
+	case <-ctx.Done():
+		// The loop still holds r and will answer on done: not reused.
+		return ctx.Err()
+	}
+}
+
+func (p *kafkaProducer) ProduceAsync(outs []Out, done func(error)) {
+	if len(outs) == 0 {
+		done(nil)
+		return
+	}
+	r := request(outs)
+	r.cb = done
+	if err := p.enqueue(context.Background(), r); err != nil {
+		r.release()
+		done(err)
+	}
+}
+
+// reqPool recycles produce requests (their slice and channel).
+var reqPool = sync.Pool{New: func() any { return &produceReq{done: make(chan error, 1)} }}
+
+func (r *produceReq) release() {
+	r.cb = nil
+	clear(r.msgs)
+	r.msgs = r.msgs[:0]
+	reqPool.Put(r)
+}
+
+// loop writes groups of queued requests until Close, then writes what is
+// still queued and returns.
 func (p *kafkaProducer) loop() {
 	defer p.wg.Done()
 	for {
@@ -147,7 +204,11 @@ func (p *kafkaProducer) loop() {
 		select {
 		case first = <-p.reqs:
 		case <-p.stop:
-			return
+			select {
+			case first = <-p.reqs:
+			default:
+				return
+			}
 		}
 		group := []*produceReq{first}
 		n := len(first.msgs)
@@ -192,12 +253,24 @@ func (p *kafkaProducer) write(group []*produceReq, n int) {
 			rerr = err
 		}
 		i += len(r.msgs)
+		if r.cb != nil {
+			if rerr != nil {
+				rerr = fmt.Errorf("produce %d records to %s: %w", len(r.msgs), r.msgs[0].Topic, rerr)
+			}
+			cb := r.cb
+			r.release()
+			cb(rerr)
+			continue
+		}
 		r.done <- rerr
 	}
 }
 
 func (p *kafkaProducer) Close() error {
 	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
 		close(p.stop)
 		p.wg.Wait()
 		p.closeErr = p.w.Close()

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,6 +16,13 @@ type Metrics struct {
 	DLQ      *prometheus.CounterVec
 	Latency  *prometheus.HistogramVec
 	Lag      *prometheus.GaugeVec
+
+	lagChildren sync.Map // lagKey → prometheus.Gauge, resolved once
+}
+
+type lagKey struct {
+	stage, topic string
+	partition    int
 }
 
 // NewMetrics registers the runtime metrics on reg.
@@ -52,5 +60,10 @@ func (m *Metrics) lag(stage, topic string, partition int, offset, hwm int64) {
 	if hwm <= 0 {
 		return
 	}
-	m.Lag.WithLabelValues(stage, topic, strconv.Itoa(partition)).Set(float64(max(hwm-offset-1, 0)))
+	k := lagKey{stage, topic, partition}
+	g, ok := m.lagChildren.Load(k)
+	if !ok {
+		g, _ = m.lagChildren.LoadOrStore(k, m.Lag.WithLabelValues(stage, topic, strconv.Itoa(partition)))
+	}
+	g.(prometheus.Gauge).Set(float64(max(hwm-offset-1, 0)))
 }

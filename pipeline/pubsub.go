@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,6 +145,10 @@ type SubscriberConfig struct {
 	// OnMessage, if set, is called for every fetched record (metrics: lag).
 	OnMessage func(topic string, partition int, offset, highWaterMark int64)
 	Logger    watermill.LoggerAdapter
+
+	// handlerSettles: the consumer settles every message through its
+	// delivery instead of Ack/Nack (the runtime's handlers).
+	handlerSettles bool
 }
 
 func (c *SubscriberConfig) setDefaults() {
@@ -226,7 +231,13 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: 2 * time.Second,
 	})
-	out := make(chan *message.Message)
+	// For the runtime, a buffer lets fetching run ahead of the router in
+	// bursts (the buffered messages hold slots of the in-flight window).
+	buffer := 0
+	if s.cfg.handlerSettles && s.cfg.MaxInFlight > 1 {
+		buffer = min(s.cfg.MaxInFlight, 256)
+	}
+	out := make(chan *message.Message, buffer)
 	subCtx, cancel := context.WithCancel(ctx)
 	sub := &subscription{s: s, r: r, out: out, ctx: subCtx, topic: topic}
 	s.wg.Add(1)
@@ -292,26 +303,94 @@ type subscription struct {
 	pending map[int][]*inflight // per partition, in offset order
 	slots   chan struct{}
 	commitC chan struct{}
+	open    sync.WaitGroup // delivered and not settled yet
 }
 
+// inflight is one fetched record until it is settled.
 type inflight struct {
+	sub  *subscription
 	km   kafka.Message
-	done bool
+	done bool // acked; guarded by sub.mu
 }
 
+// delivery is one delivery of an inflight record, and the context of the
+// message delivered for it: a context that ends with the subscription and
+// through which the runtime finds the record without a lookup.
+type delivery struct {
+	context.Context
+	it *inflight
+	// later: the handler handed the settling to someone else (an
+	// asynchronous produce); only the handler's goroutine touches it.
+	later bool
+}
+
+type deliveryKey struct{}
+
+func (d *delivery) Value(key any) any {
+	if key == (deliveryKey{}) {
+		return d
+	}
+	return d.Context.Value(key)
+}
+
+// deliveryOf returns the delivery a message context belongs to, or nil.
+func deliveryOf(ctx context.Context) *delivery {
+	d, _ := ctx.Value(deliveryKey{}).(*delivery)
+	return d
+}
+
+// errNacked settles a message that its consumer nacked.
+var errNacked = errors.New("nacked")
+
+// settle reports the outcome of handling a delivery from a Subscriber with
+// handlerSettles: nil acks it, an error redelivers it. The runtime calls it
+// from the handler's goroutine (or from the producer once the handler's
+// outputs are acknowledged), so that no goroutine per message waits on
+// Watermill's ack channels.
+func (d *delivery) settle(err error) {
+	if d.it.sub.s.cfg.handlerSettles {
+		d.it.sub.settle(d.it, err)
+	}
+}
+
+// run fetches records and delivers them in fetch order, at most MaxInFlight
+// unsettled at once. A message is settled by its Ack or Nack (a goroutine per
+// message watches them) or, for the runtime, through delivery.settle.
 func (sub *subscription) run() {
 	cfg := sub.s.cfg
 	sub.pending = map[int][]*inflight{}
 	sub.slots = make(chan struct{}, cfg.MaxInFlight)
 	sub.commitC = make(chan struct{}, 1)
-	var workers sync.WaitGroup
 	commitDone := make(chan struct{})
 	go func() {
 		defer close(commitDone)
 		sub.commitLoop()
 	}()
 	defer func() {
-		workers.Wait()
+		if cfg.handlerSettles {
+			// Messages still buffered reach no handler now: give them up.
+		drain:
+			for {
+				select {
+				case <-sub.out:
+					sub.abandon()
+				default:
+					break drain
+				}
+			}
+		}
+		// Records still being handled get a bounded time to settle, so that
+		// what they finished is committed before the group is left.
+		settled := make(chan struct{})
+		go func() {
+			sub.open.Wait()
+			close(settled)
+		}()
+		select {
+		case <-settled:
+		case <-time.After(cfg.CloseTimeout):
+			cfg.Logger.Error("records still unsettled at close; they will be redelivered", nil, watermill.LogFields{"topic": sub.topic})
+		}
 		close(sub.commitC)
 		<-commitDone
 	}()
@@ -338,66 +417,96 @@ func (sub *subscription) run() {
 		if cfg.OnMessage != nil {
 			cfg.OnMessage(km.Topic, km.Partition, km.Offset, km.HighWaterMark)
 		}
-		it := &inflight{km: km}
+		it := &inflight{sub: sub, km: km}
 		sub.mu.Lock()
 		sub.pending[km.Partition] = append(sub.pending[km.Partition], it)
 		sub.mu.Unlock()
-		if cfg.MaxInFlight == 1 {
-			// Strict mode: deliver, wait for the ack, commit, then fetch next.
-			ok := sub.deliver(it)
-			<-sub.slots
-			if !ok {
-				return
-			}
-			sub.commitNow()
-			continue
+		sub.open.Add(1)
+		if !sub.deliver(it) {
+			return
 		}
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			defer func() { <-sub.slots }()
-			if sub.deliver(it) {
-				select {
-				case sub.commitC <- struct{}{}:
-				default:
-				}
-			}
-		}()
 	}
 }
 
-// deliver sends the message until it is acked; it returns false when the
-// subscription ends first.
+// deliver hands the message for it to the consumer; it returns false (and
+// gives the record up, uncommitted) when the subscription ends first.
 func (sub *subscription) deliver(it *inflight) bool {
-	for {
-		msg := toWatermill(it.km)
-		ctx, cancel := context.WithCancel(sub.ctx)
-		msg.SetContext(ctx)
-		select {
-		case sub.out <- msg:
-		case <-sub.ctx.Done():
-			cancel()
-			return false
-		}
+	if !sub.s.cfg.handlerSettles {
+		return sub.deliverWatched(it)
+	}
+	msg := toWatermill(it.km, false)
+	msg.SetContext(&delivery{Context: sub.ctx, it: it})
+	select {
+	case sub.out <- msg:
+		return true
+	case <-sub.ctx.Done():
+		sub.abandon()
+		return false
+	}
+}
+
+// deliverWatched delivers a message that the consumer acks or nacks, with a
+// goroutine watching for the outcome. Per Watermill's contract the message's
+// context ends once it is acked.
+func (sub *subscription) deliverWatched(it *inflight) bool {
+	msg := toWatermill(it.km, true)
+	ctx, cancel := context.WithCancel(sub.ctx)
+	msg.SetContext(&delivery{Context: ctx, it: it})
+	select {
+	case sub.out <- msg:
+	case <-sub.ctx.Done():
+		cancel()
+		sub.abandon()
+		return false
+	}
+	go func() {
+		defer cancel()
 		select {
 		case <-msg.Acked():
-			cancel()
-			sub.mu.Lock()
-			it.done = true
-			sub.mu.Unlock()
-			return true
+			sub.settle(it, nil)
 		case <-msg.Nacked():
-			cancel()
-			select {
-			case <-time.After(sub.s.cfg.NackResendSleep):
-			case <-sub.ctx.Done():
-				return false
-			}
+			sub.settle(it, errNacked)
 		case <-sub.ctx.Done():
-			cancel()
-			return false
+			sub.abandon()
+		}
+	}()
+	return true
+}
+
+// settle records the outcome for it: an ack frees its slot and lets the
+// commit advance; a failure redelivers it after NackResendSleep.
+func (sub *subscription) settle(it *inflight, err error) {
+	if err != nil {
+		if sub.ctx.Err() != nil {
+			sub.abandon()
+			return
+		}
+		time.AfterFunc(sub.s.cfg.NackResendSleep, func() { sub.deliver(it) })
+		return
+	}
+	sub.mu.Lock()
+	it.done = true
+	sub.mu.Unlock()
+	if sub.s.cfg.MaxInFlight == 1 && !sub.s.cfg.handlerSettles {
+		// Strict mode: the commit lands before the next record is fetched.
+		// (The runtime settles from the producer's goroutine, which must not
+		// wait for a commit: its commits go through the commit loop.)
+		sub.commitNow()
+	} else {
+		select {
+		case sub.commitC <- struct{}{}:
+		default:
 		}
 	}
+	<-sub.slots
+	sub.open.Done()
+}
+
+// abandon gives up a delivered record as the subscription ends: it is not
+// committed, so the group redelivers it.
+func (sub *subscription) abandon() {
+	<-sub.slots
+	sub.open.Done()
 }
 
 func (sub *subscription) commitLoop() {
@@ -444,21 +553,36 @@ func (sub *subscription) commitNow() {
 	}
 }
 
-func toWatermill(km kafka.Message) *message.Message {
+// toWatermill builds the message for a record. With coordinates, the key,
+// topic, partition and offset travel as metadata (for any Watermill
+// consumer); the runtime reads them from the record itself (recordOf).
+func toWatermill(km kafka.Message, coordinates bool) *message.Message {
 	uuid := ""
-	md := message.Metadata{}
 	for _, h := range km.Headers {
 		if h.Key == metaUUID {
 			uuid = string(h.Value)
-			continue
 		}
-		md.Set(h.Key, string(h.Value))
 	}
 	if uuid == "" {
-		uuid = km.Topic + "/" + strconv.Itoa(km.Partition) + "/" + strconv.FormatInt(km.Offset, 10)
+		var b strings.Builder
+		b.Grow(len(km.Topic) + 24)
+		b.WriteString(km.Topic)
+		b.WriteByte('/')
+		b.WriteString(strconv.Itoa(km.Partition))
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(km.Offset, 10))
+		uuid = b.String()
 	}
 	msg := message.NewMessage(uuid, km.Value)
-	msg.Metadata = md
+	md := msg.Metadata
+	for _, h := range km.Headers {
+		if h.Key != metaUUID {
+			md.Set(h.Key, string(h.Value))
+		}
+	}
+	if !coordinates {
+		return msg
+	}
 	if km.Key != nil {
 		md.Set(MetaKey, string(km.Key))
 	}
@@ -470,6 +594,9 @@ func toWatermill(km kafka.Message) *message.Message {
 
 // recordOf converts a delivered Watermill message back into a Record.
 func recordOf(msg *message.Message) Record {
+	if d := deliveryOf(msg.Context()); d != nil {
+		return fromKafka(d.it.km)
+	}
 	r := Record{Value: msg.Payload, Topic: msg.Metadata.Get(MetaTopic)}
 	if k := msg.Metadata.Get(MetaKey); k != "" {
 		r.Key = []byte(k)

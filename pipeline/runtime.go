@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/murphy-rl/murphy/topics"
@@ -95,7 +94,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.ShutdownTimeout},
-		watermill.NewSlogLoggerWithLevelMapping(cfg.Logger.With("component", "router"), map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug}))
+		watermillLogger(cfg.Logger.With("component", "router"), slog.LevelDebug))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +140,8 @@ func (rt *Runtime) AddStage(s Stage) error {
 		OnMessage: func(topic string, p int, off, hwm int64) {
 			rt.metrics.lag(s.Name, topic, p, off, hwm)
 		},
-		Logger: watermill.NewSlogLogger(rt.log.With("stage", s.Name)),
+		Logger:         watermillLogger(rt.log.With("stage", s.Name), slog.LevelInfo),
+		handlerSettles: true,
 	})
 	if err != nil {
 		return err
@@ -149,8 +149,23 @@ func (rt *Runtime) AddStage(s Stage) error {
 	core := rt.coreHandler(s)
 	h := rt.dlqMiddleware(s.Name)(rt.retryMiddleware(s.Name)(middleware.Recoverer(core)))
 	for _, in := range s.Inputs {
-		rt.router.AddConsumerHandler(s.Name+"@"+in, in, sub, func(msg *message.Message) error {
-			_, err := h(msg)
+		rt.router.AddConsumerHandler(s.Name+"@"+in, in, sub, func(msg *message.Message) (err error) {
+			// The handler settles its record itself (or hands that to the
+			// producer): the subscriber then needs no goroutine per record
+			// waiting for Watermill's ack.
+			d := deliveryOf(msg.Context())
+			defer func() {
+				if p := recover(); p != nil {
+					if d != nil && !d.later {
+						d.settle(fmt.Errorf("panic: %v", p))
+					}
+					panic(p)
+				}
+				if d != nil && !d.later {
+					d.settle(err)
+				}
+			}()
+			_, err = h(msg)
 			return err
 		})
 		rt.handlers++
@@ -179,17 +194,34 @@ func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
 			rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
 			return nil, err
 		}
-		if err := rt.producer.Produce(msg.Context(), outs...); err != nil {
-			rt.metrics.Failures.WithLabelValues(s.Name, "produce").Inc()
-			return nil, Transient(err)
-		}
-		for _, o := range outs {
-			c, ok := outCounters.Load(o.Topic)
-			if !ok {
-				c, _ = outCounters.LoadOrStore(o.Topic, rt.metrics.Out.WithLabelValues(s.Name, o.Topic))
+		produced := func(err error) error {
+			if err != nil {
+				rt.metrics.Failures.WithLabelValues(s.Name, "produce").Inc()
+				return Transient(err)
 			}
-			c.(prometheus.Counter).Inc()
+			for _, o := range outs {
+				c, ok := outCounters.Load(o.Topic)
+				if !ok {
+					c, _ = outCounters.LoadOrStore(o.Topic, rt.metrics.Out.WithLabelValues(s.Name, o.Topic))
+				}
+				c.(prometheus.Counter).Inc()
+			}
+			return nil
 		}
+		d := deliveryOf(msg.Context())
+		if d == nil || !d.it.sub.s.cfg.handlerSettles {
+			return nil, produced(rt.producer.Produce(msg.Context(), outs...))
+		}
+		// The record is settled when its outputs are acknowledged: the
+		// handler's goroutine is free at once, and a failed write
+		// redelivers the record (its outputs are then written again).
+		d.later = true
+		rt.producer.ProduceAsync(outs, func(err error) {
+			if err = produced(err); err != nil {
+				rt.log.Warn("produce failed; record will be redelivered", "stage", s.Name, "error", err)
+			}
+			d.settle(err)
+		})
 		return nil, nil
 	}
 }

@@ -336,7 +336,7 @@ func TestChaos(t *testing.T) {
 	}
 	brokers := pipelinetest.Brokers(t)
 	bin := buildBinary(t)
-	const k = 8
+	const k = 10
 	want := e2eTrees(t, k)
 	if want < 200 {
 		t.Fatalf("chaos run needs at least 200 trees, have %d", want)
@@ -356,7 +356,7 @@ func TestChaos(t *testing.T) {
 	killed := map[string]int{}
 	brokerRestarted := false
 	for i := 0; ; i++ {
-		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		time.Sleep(time.Duration(1000+rng.IntN(1500)) * time.Millisecond)
 		rows, _ := dataset.ReadDir(d.out)
 		done := dataset.Trees(rows)
 		d.checkAlive()
@@ -376,7 +376,7 @@ func TestChaos(t *testing.T) {
 		killed[strings.Split(victim, "#")[0]]++
 		time.Sleep(time.Duration(200+rng.IntN(1500)) * time.Millisecond)
 		d.start(victim)
-		if i == 3 {
+		if i == 1 {
 			t.Log("restarting the broker")
 			out, err := exec.Command(filepath.Join(repoRoot(t), "deploy", "kafka", "kafka.sh"), "restart").CombinedOutput()
 			if err != nil {

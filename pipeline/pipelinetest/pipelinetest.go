@@ -15,6 +15,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
+	"github.com/segmentio/kafka-go"
 )
 
 // EnvBrokers names the environment variable that points tests at a real broker.
@@ -71,6 +72,18 @@ func Catalog(t testing.TB, brokers []string, partitions int) topics.Catalog {
 	if err := pipeline.EnsureTopics(ctx, Kafka(brokers), cat); err != nil {
 		t.Fatal(err)
 	}
+	// Delete the topics afterwards, so that a long suite (or benchmark) on one
+	// broker does not slow it down with thousands of idle partitions.
+	t.Cleanup(func() {
+		names := make([]string, 0, len(topics.All))
+		for _, n := range topics.All {
+			names = append(names, cat.Topic(n))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+		_, _ = client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: names})
+	})
 	return cat
 }
 
