@@ -206,9 +206,10 @@ func nativeTask(raw []byte) (*topics.Task, error) {
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return nil, err
 	}
-	if t.SchemaVersion != 0 && t.SchemaVersion != topics.SchemaVersion {
-		return nil, fmt.Errorf("schema_version %d, this build reads %d", t.SchemaVersion, topics.SchemaVersion)
+	if v := t.SchemaVersion; v != 0 && (v < topics.MinSchemaVersion || v > topics.SchemaVersion) {
+		return nil, fmt.Errorf("schema_version %d, this build reads %d to %d", v, topics.MinSchemaVersion, topics.SchemaVersion)
 	}
+	t.SchemaVersion = topics.SchemaVersion
 	if t.Source == "" {
 		t.Source = FormatNative
 	}

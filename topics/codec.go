@@ -13,6 +13,7 @@ type Record interface {
 	Validate() error
 	recordName() string
 	version() int
+	setVersion(int)
 }
 
 // MaxRecordBytes is the largest record the codec accepts; it is below the
@@ -22,7 +23,7 @@ const MaxRecordBytes = 16 << 20
 
 // Encode validates r and serialises it. All records share this codec: JSON
 // with the field names that are also the Arrow columns and the offline
-// interchange format.
+// interchange format; token columns are packed (see Int32s).
 func Encode(r Record) ([]byte, error) {
 	if r.version() != SchemaVersion {
 		return nil, &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
@@ -54,9 +55,11 @@ func Decode(b []byte, r Record) error {
 	if err := json.Unmarshal(b, r); err != nil {
 		return &Error{Kind: ErrMalformed, Record: r.recordName(), Err: err}
 	}
-	if r.version() != SchemaVersion {
+	if v := r.version(); v < MinSchemaVersion || v > SchemaVersion {
 		return &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
-			Err: fmt.Errorf("schema_version %d, this build reads %d", r.version(), SchemaVersion)}
+			Err: fmt.Errorf("schema_version %d, this build reads %d to %d", v, MinSchemaVersion, SchemaVersion)}
 	}
+	// Older versions differ only on the wire: the record is current now.
+	r.setVersion(SchemaVersion)
 	return r.Validate()
 }

@@ -11,7 +11,8 @@ type ErrorKind string
 const (
 	// ErrMalformed: the bytes are not a record of the expected type.
 	ErrMalformed ErrorKind = "malformed"
-	// ErrUnknownVersion: schema_version is missing or not SchemaVersion.
+	// ErrUnknownVersion: schema_version is missing or outside
+	// MinSchemaVersion..SchemaVersion.
 	ErrUnknownVersion ErrorKind = "unknown_schema_version"
 	// ErrMissingField: a required field is empty.
 	ErrMissingField ErrorKind = "missing_field"

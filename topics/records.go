@@ -2,9 +2,17 @@ package topics
 
 import "time"
 
-// SchemaVersion is the version of every record type in this package. A
+// SchemaVersion is the version of every record type in this package, the
+// one this build writes. It reads MinSchemaVersion up to SchemaVersion; a
 // record with another version is rejected (DLQ) rather than misread.
-const SchemaVersion = 1
+//
+// Version 2 packs the token columns (Int32s, Float32s) as base64 strings;
+// version 1 wrote them as JSON arrays. Nothing else differs, so a version 1
+// record is read as is and upgraded in memory.
+const (
+	SchemaVersion    = 2
+	MinSchemaVersion = 1
+)
 
 // Task kinds.
 const (
@@ -136,7 +144,7 @@ type Prompt struct {
 	GroupSize int       `json:"group_size"`
 	Text      string    `json:"prompt_text"`
 	Messages  []Message `json:"messages,omitempty"`
-	TokenIDs  []int32   `json:"prompt_token_ids,omitempty"`
+	TokenIDs  Int32s    `json:"prompt_token_ids,omitempty"`
 	// Feedback is the executor feedback the refinement prompt was built from
 	// ("" for root prompts); policies may condition on it.
 	Feedback string `json:"feedback,omitempty"`
@@ -157,13 +165,13 @@ type Candidate struct {
 	Turn     int    `json:"turn"`
 	// Index is the sample index within its group; GroupSize the children
 	// requested for the group.
-	Index            int       `json:"index"`
-	GroupSize        int       `json:"group_size"`
-	PromptText       string    `json:"prompt_text"`
-	PromptTokenIDs   []int32   `json:"prompt_token_ids"`
-	ResponseText     string    `json:"response_text"`
-	ResponseTokenIDs []int32   `json:"response_token_ids"`
-	ResponseLogprobs []float32 `json:"response_logprobs"`
+	Index            int      `json:"index"`
+	GroupSize        int      `json:"group_size"`
+	PromptText       string   `json:"prompt_text"`
+	PromptTokenIDs   Int32s   `json:"prompt_token_ids"`
+	ResponseText     string   `json:"response_text"`
+	ResponseTokenIDs Int32s   `json:"response_token_ids"`
+	ResponseLogprobs Float32s `json:"response_logprobs"`
 	// StepEnds are exclusive end offsets (in response tokens) of the
 	// response's steps (tool-call/turn segments). Empty means one step.
 	StepEnds []int `json:"step_ends,omitempty"`
@@ -215,9 +223,9 @@ type Sample struct {
 	// (0 for a leaf).
 	ChildrenRequested int `json:"children_requested"`
 	// StepScores are process scores s_i in [0,1], one per step.
-	StepScores []float32 `json:"step_scores,omitempty"`
+	StepScores Float32s `json:"step_scores,omitempty"`
 	// LossWeights are per response token; they never enter the reward.
-	LossWeights []float32 `json:"loss_weights"`
+	LossWeights Float32s  `json:"loss_weights"`
 	GovernedAt  time.Time `json:"governed_at"`
 }
 

@@ -16,6 +16,13 @@ func (r *Execution) version() int          { return r.SchemaVersion }
 func (r *Sample) version() int             { return r.SchemaVersion }
 func (r *CreditedTree) version() int       { return r.SchemaVersion }
 func (r *DeadLetter) version() int         { return r.SchemaVersion }
+func (r *Task) setVersion(v int)           { r.SchemaVersion = v }
+func (r *Prompt) setVersion(v int)         { r.SchemaVersion = v }
+func (r *Candidate) setVersion(v int)      { r.SchemaVersion = v }
+func (r *Execution) setVersion(v int)      { r.SchemaVersion = v }
+func (r *Sample) setVersion(v int)         { r.SchemaVersion = v }
+func (r *CreditedTree) setVersion(v int)   { r.SchemaVersion = v }
+func (r *DeadLetter) setVersion(v int)     { r.SchemaVersion = v }
 
 // Validate implements Record.
 func (r *Task) Validate() error {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,9 @@ type benchOptions struct {
 	Format   string
 	Embedded bool
 	Check    bool
+	// CPUProfile writes this process's CPU profile (pipeline and baseline
+	// are told apart by the profile label "side").
+	CPUProfile string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -73,6 +77,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 	pf.StringToIntVar(&cfg.Memory.BoundsMB, "memory-bound-mb", cfg.Memory.BoundsMB, "override a stage's peak RSS bound (e.g. emit=512; default: see BENCHMARKS.md)")
 	pf.BoolVar(&cfg.Keep, "keep", false, "leave the benchmark topics on the broker (default: deleted)")
 	pf.BoolVar(&opt.Check, "check", false, "exit 1 when a figure misses its target or bound")
+	pf.StringVar(&opt.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file (label side=pipeline|raw|standalone)")
 	for _, name := range []string{"overhead", "bottleneck", "memory"} {
 		cmd.AddCommand(&cobra.Command{
 			Use:   name,
@@ -99,6 +104,17 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 	}
 	if len(ts) == 0 {
 		return &exitError{code: 2, err: errors.New("bench: no tasks")}
+	}
+	if opt.CPUProfile != "" {
+		f, err := os.Create(opt.CPUProfile)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	// The stages log at warn: progress lines would only slow the figures.
 	logw := stderr

@@ -520,14 +520,14 @@ func TestMaskedMembers(t *testing.T) {
 				t.Errorf("P r~=%v adv=%v, want %v %v", p.CreditedReward, p.Advantage, tc.wantP, tc.wantPAdv)
 			}
 			for _, mm := range []*topics.CreditedSample{m, mc} {
-				if mm.Advantage != 0 || !reflect.DeepEqual(mm.LossWeights, []float32{0, 0, 0}) {
+				if mm.Advantage != 0 || !reflect.DeepEqual(mm.LossWeights, topics.Float32s{0, 0, 0}) {
 					t.Errorf("masked member: advantage %v, loss weights %v", mm.Advantage, mm.LossWeights)
 				}
 			}
-			if !reflect.DeepEqual(x.LossWeights, []float32{1, 1, 1}) || !near(c.Advantage, tc.wantC) {
+			if !reflect.DeepEqual(x.LossWeights, topics.Float32s{1, 1, 1}) || !near(c.Advantage, tc.wantC) {
 				t.Errorf("train member loss weights %v; P's child advantage %v, want %v", x.LossWeights, c.Advantage, tc.wantC)
 			}
-			if !reflect.DeepEqual(s[2].LossWeights, []float32{1, 1, 1}) {
+			if !reflect.DeepEqual(s[2].LossWeights, topics.Float32s{1, 1, 1}) {
 				t.Errorf("input sample was modified")
 			}
 		})
