@@ -75,6 +75,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 	pf.IntVar(&cfg.Memory.Trees, "memory-trees", cfg.Memory.Trees, "backlog of the memory benchmark, in trees")
 	pf.DurationVar(&cfg.Memory.StageTimeout, "memory-stage-timeout", cfg.Memory.StageTimeout, "longest run of one stage over its backlog")
 	pf.StringToIntVar(&cfg.Memory.BoundsMB, "memory-bound-mb", cfg.Memory.BoundsMB, "override a stage's peak RSS bound (e.g. emit=512; default: see BENCHMARKS.md)")
+	pf.DurationVar(&cfg.Emit.MaxAge, "emit-max-age", cfg.Emit.MaxAge, "emit's batch age: a partial batch is written after this long (production default 2s)")
 	pf.BoolVar(&cfg.Keep, "keep", false, "leave the benchmark topics on the broker (default: deleted)")
 	pf.BoolVar(&opt.Check, "check", false, "exit 1 when a figure misses its target or bound")
 	pf.StringVar(&opt.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file (label side=pipeline|raw|standalone)")
@@ -124,8 +125,8 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 		return err
 	}
 	defer b.Close()
-	fmt.Fprintf(stdout, "murphy bench: %s, %d tasks, group sizes %v, %d turns, simulated policy (not a model)\n\n",
-		b, len(ts), cfg.GroupSizes, cfg.Turns)
+	fmt.Fprintf(stdout, "murphy bench: %s, %d tasks, group sizes %v, %d turns, emit batch age %s, simulated policy (not a model)\n\n",
+		b, len(ts), cfg.GroupSizes, cfg.Turns, cfg.Emit.MaxAge)
 	var missed []string
 	for _, w := range which {
 		switch w {
