@@ -33,9 +33,13 @@ type Out struct {
 }
 
 // Handler processes one record of a stateless stage. The returned records are
-// produced (acks=all) before the input is committed. A poison error (see
-// IsPoison) sends the input to the DLQ; any other error is retried with
-// backoff and, when retries are exhausted, also dead-lettered.
+// produced (acks=all) and acknowledged before the input's offset may be
+// committed (the handler returns first; the record counts against the
+// stage's Concurrency until then), and a failed write redelivers the input.
+// A poison error (see IsPoison) sends the input to the DLQ; a transient one
+// (IsTransient) is retried with backoff and then redelivered; any other
+// error is retried with backoff and, when retries are exhausted,
+// dead-lettered.
 type Handler func(ctx context.Context, rec Record) ([]Out, error)
 
 // Stage describes a stateless stage for the runtime.
@@ -52,7 +56,7 @@ type Stage struct {
 	Concurrency int
 }
 
-// Producer writes records synchronously with acks from all in-sync replicas.
+// Producer writes records with acks from all in-sync replicas.
 type Producer interface {
 	// Produce writes outs and returns once the brokers acknowledged them.
 	Produce(ctx context.Context, outs ...Out) error
