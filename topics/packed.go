@@ -22,64 +22,68 @@ type (
 
 // MarshalJSON writes the packed form.
 func (s Int32s) MarshalJSON() ([]byte, error) {
-	return packWords(len(s), func(i int) uint32 { return uint32(s[i]) }), nil
+	return pack(s, func(v int32) uint32 { return uint32(v) }), nil
 }
 
 // UnmarshalJSON reads the packed form or a JSON array.
 func (s *Int32s) UnmarshalJSON(b []byte) error {
-	if isArray(b) {
-		var v []int32
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*s = v
-		return nil
-	}
-	words, err := unpackWords(b)
-	if err != nil {
-		return fmt.Errorf("int32 column: %w", err)
-	}
-	if words == nil {
-		*s = nil
-		return nil
-	}
-	out := make(Int32s, len(words)/4)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(words[4*i:]))
-	}
-	*s = out
-	return nil
+	v, err := unpack(b, "int32", func(w uint32) int32 { return int32(w) })
+	*s = v
+	return err
 }
 
 // MarshalJSON writes the packed form.
-func (s Float32s) MarshalJSON() ([]byte, error) {
-	return packWords(len(s), func(i int) uint32 { return math.Float32bits(s[i]) }), nil
-}
+func (s Float32s) MarshalJSON() ([]byte, error) { return pack(s, math.Float32bits), nil }
 
 // UnmarshalJSON reads the packed form or a JSON array.
 func (s *Float32s) UnmarshalJSON(b []byte) error {
+	v, err := unpack(b, "float32", math.Float32frombits)
+	*s = v
+	return err
+}
+
+// pack encodes values as a quoted base64 string of little-endian words.
+func pack[T int32 | float32](vs []T, word func(T) uint32) []byte {
+	raw := make([]byte, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(raw[4*i:], word(v))
+	}
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(raw))+2)
+	out[0] = '"'
+	base64.StdEncoding.Encode(out[1:], raw)
+	out[len(out)-1] = '"'
+	return out
+}
+
+// unpack decodes the packed form, a JSON array or null.
+func unpack[T int32 | float32](b []byte, kind string, value func(uint32) T) ([]T, error) {
 	if isArray(b) {
-		var v []float32
+		var v []T
 		if err := json.Unmarshal(b, &v); err != nil {
-			return err
+			return nil, fmt.Errorf("%s column: %w", kind, err)
 		}
-		*s = v
-		return nil
+		return v, nil
 	}
-	words, err := unpackWords(b)
+	if string(b) == "null" {
+		return nil, nil
+	}
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return nil, fmt.Errorf("%s column: want a base64 string or an array, got %.20q", kind, b)
+	}
+	enc := b[1 : len(b)-1]
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(enc)))
+	n, err := base64.StdEncoding.Decode(raw, enc)
 	if err != nil {
-		return fmt.Errorf("float32 column: %w", err)
+		return nil, fmt.Errorf("%s column: base64: %w", kind, err)
 	}
-	if words == nil {
-		*s = nil
-		return nil
+	if n%4 != 0 {
+		return nil, fmt.Errorf("%s column: %d bytes is not a whole number of 4-byte values", kind, n)
 	}
-	out := make(Float32s, len(words)/4)
+	out := make([]T, n/4)
 	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(words[4*i:]))
+		out[i] = value(binary.LittleEndian.Uint32(raw[4*i:]))
 	}
-	*s = out
-	return nil
+	return out, nil
 }
 
 func isArray(b []byte) bool {
@@ -93,38 +97,4 @@ func isArray(b []byte) bool {
 		return false
 	}
 	return false
-}
-
-// packWords encodes n words as a quoted base64 string.
-func packWords(n int, word func(int) uint32) []byte {
-	raw := make([]byte, 4*n)
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint32(raw[4*i:], word(i))
-	}
-	out := make([]byte, base64.StdEncoding.EncodedLen(len(raw))+2)
-	out[0] = '"'
-	base64.StdEncoding.Encode(out[1:], raw)
-	out[len(out)-1] = '"'
-	return out
-}
-
-// unpackWords decodes a quoted base64 string (or null) into bytes, a whole
-// number of 4-byte words.
-func unpackWords(b []byte) ([]byte, error) {
-	if string(b) == "null" {
-		return nil, nil
-	}
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return nil, fmt.Errorf("want a base64 string or an array, got %.20q", b)
-	}
-	enc := b[1 : len(b)-1]
-	raw := make([]byte, base64.StdEncoding.DecodedLen(len(enc)))
-	n, err := base64.StdEncoding.Decode(raw, enc)
-	if err != nil {
-		return nil, fmt.Errorf("base64: %w", err)
-	}
-	if n%4 != 0 {
-		return nil, fmt.Errorf("%d bytes is not a whole number of 4-byte values", n)
-	}
-	return raw[:n], nil
 }
