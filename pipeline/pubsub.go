@@ -243,7 +243,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer close(out)
+		defer sub.closeOut()
 		// Leave the group before the channel closes, so that a new
 		// subscription of the same group gets the partitions at once.
 		defer r.Close()
@@ -299,11 +299,39 @@ type subscription struct {
 	ctx   context.Context
 	topic string
 
-	mu      sync.Mutex
-	pending map[int][]*inflight // per partition, in offset order
-	slots   chan struct{}
-	commitC chan struct{}
-	open    sync.WaitGroup // delivered and not settled yet
+	mu           sync.Mutex
+	pending      map[int][]*inflight // per partition, in offset order
+	commitClosed bool                // commitC is closed; guarded by mu
+	slots        chan struct{}
+	commitC      chan struct{}
+	open         sync.WaitGroup // delivered and not settled yet
+
+	// outMu orders sends on out before its close: a late redelivery (a
+	// timer) must find out closed rather than panic on it.
+	outMu     sync.RWMutex
+	outClosed bool
+}
+
+func (sub *subscription) closeOut() {
+	sub.outMu.Lock()
+	defer sub.outMu.Unlock()
+	sub.outClosed = true
+	close(sub.out)
+}
+
+// send hands msg to the consumer unless the subscription ended first.
+func (sub *subscription) send(msg *message.Message) bool {
+	sub.outMu.RLock()
+	defer sub.outMu.RUnlock()
+	if sub.outClosed || sub.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case sub.out <- msg:
+		return true
+	case <-sub.ctx.Done():
+		return false
+	}
 }
 
 // inflight is one fetched record until it is settled.
@@ -367,18 +395,6 @@ func (sub *subscription) run() {
 		sub.commitLoop()
 	}()
 	defer func() {
-		if cfg.handlerSettles {
-			// Messages still buffered reach no handler now: give them up.
-		drain:
-			for {
-				select {
-				case <-sub.out:
-					sub.abandon()
-				default:
-					break drain
-				}
-			}
-		}
 		// Records still being handled get a bounded time to settle, so that
 		// what they finished is committed before the group is left.
 		settled := make(chan struct{})
@@ -386,12 +402,23 @@ func (sub *subscription) run() {
 			sub.open.Wait()
 			close(settled)
 		}()
-		select {
-		case <-settled:
-		case <-time.After(cfg.CloseTimeout):
-			cfg.Logger.Error("records still unsettled at close; they will be redelivered", nil, watermill.LogFields{"topic": sub.topic})
+		deadline := time.After(cfg.CloseTimeout)
+	wait:
+		for {
+			sub.drain()
+			select {
+			case <-settled:
+				break wait
+			case <-deadline:
+				cfg.Logger.Error("records still unsettled at close; they will be redelivered", nil, watermill.LogFields{"topic": sub.topic})
+				break wait
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
+		sub.mu.Lock()
+		sub.commitClosed = true
 		close(sub.commitC)
+		sub.mu.Unlock()
 		<-commitDone
 	}()
 	for {
@@ -428,6 +455,23 @@ func (sub *subscription) run() {
 	}
 }
 
+// drain gives up the messages still buffered for the runtime: with the
+// subscription ending they reach no handler. (A Watermill consumer's
+// messages are watched, and given up by their watchers.)
+func (sub *subscription) drain() {
+	if !sub.s.cfg.handlerSettles {
+		return
+	}
+	for {
+		select {
+		case <-sub.out:
+			sub.abandon()
+		default:
+			return
+		}
+	}
+}
+
 // deliver hands the message for it to the consumer; it returns false (and
 // gives the record up, uncommitted) when the subscription ends first.
 func (sub *subscription) deliver(it *inflight) bool {
@@ -436,13 +480,11 @@ func (sub *subscription) deliver(it *inflight) bool {
 	}
 	msg := toWatermill(it.km, false)
 	msg.SetContext(&delivery{Context: sub.ctx, it: it})
-	select {
-	case sub.out <- msg:
-		return true
-	case <-sub.ctx.Done():
+	if !sub.send(msg) {
 		sub.abandon()
 		return false
 	}
+	return true
 }
 
 // deliverWatched delivers a message that the consumer acks or nacks, with a
@@ -452,9 +494,7 @@ func (sub *subscription) deliverWatched(it *inflight) bool {
 	msg := toWatermill(it.km, true)
 	ctx, cancel := context.WithCancel(sub.ctx)
 	msg.SetContext(&delivery{Context: ctx, it: it})
-	select {
-	case sub.out <- msg:
-	case <-sub.ctx.Done():
+	if !sub.send(msg) {
 		cancel()
 		sub.abandon()
 		return false
@@ -484,19 +524,21 @@ func (sub *subscription) settle(it *inflight, err error) {
 		time.AfterFunc(sub.s.cfg.NackResendSleep, func() { sub.deliver(it) })
 		return
 	}
+	strict := sub.s.cfg.MaxInFlight == 1 && !sub.s.cfg.handlerSettles
 	sub.mu.Lock()
 	it.done = true
-	sub.mu.Unlock()
-	if sub.s.cfg.MaxInFlight == 1 && !sub.s.cfg.handlerSettles {
-		// Strict mode: the commit lands before the next record is fetched.
-		// (The runtime settles from the producer's goroutine, which must not
-		// wait for a commit: its commits go through the commit loop.)
-		sub.commitNow()
-	} else {
+	if !strict && !sub.commitClosed {
 		select {
 		case sub.commitC <- struct{}{}:
 		default:
 		}
+	}
+	sub.mu.Unlock()
+	if strict {
+		// Strict mode: the commit lands before the next record is fetched.
+		// (The runtime settles from the producer's goroutine, which must not
+		// wait for a commit: its commits go through the commit loop.)
+		sub.commitNow()
 	}
 	<-sub.slots
 	sub.open.Done()
