@@ -3,8 +3,10 @@ package policy
 import (
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Mutation is a way the simulated policy gets a program wrong.
@@ -331,34 +333,80 @@ func blocksNonEmpty(ls []srcLine) bool {
 // mutate applies mutation m to src at a random applicable place. It reports
 // false when m does not apply to src.
 func mutate(src string, m Mutation, entryPoint string, r *rand.Rand) (string, bool) {
-	ls := parseLines(src)
+	a := analyse(src, m, entryPoint)
 	if m == MissingEdgeCase {
-		vs := dropGuards(ls)
-		if len(vs) == 0 {
+		if len(a.variants) == 0 {
 			return "", false
 		}
-		return vs[r.IntN(len(vs))], true
+		return a.variants[r.IntN(len(a.variants))], true
 	}
-	ss := sites(ls, m)
-	if m == WrongName && entryPoint != "" {
-		// Misspelling the function's own name is always available.
-		re := regexp.MustCompile(`^(\s*def\s+)` + regexp.QuoteMeta(entryPoint) + `\b`)
-		for i, l := range ls {
-			if loc := re.FindStringSubmatchIndex(l.text); loc != nil {
-				ss = append(ss, site{i, loc[3], loc[3] + len(entryPoint), misspell(entryPoint)})
-			}
-		}
-	}
-	// Sort for determinism: map iteration order feeds WrongName sites.
-	sortSites(ss)
+	ss := slices.Clone(a.sites)
 	for len(ss) > 0 {
 		k := r.IntN(len(ss))
-		if out := applySite(ls, ss[k]); out != src {
+		if out := applySite(a.lines, ss[k]); out != src {
 			return out, true
 		}
 		ss = append(ss[:k], ss[k+1:]...)
 	}
 	return "", false
+}
+
+// analysis is what mutate needs of one source for one mutation: its lines
+// and the sorted sites (or, for MissingEdgeCase, the variants). It depends
+// only on its key, so it is computed once per (source, mutation, entry
+// point): the same reference solutions are mutated over and over.
+type analysis struct {
+	lines    []srcLine
+	sites    []site
+	variants []string
+}
+
+type analysisKey struct {
+	src        string
+	m          Mutation
+	entryPoint string
+}
+
+// analysisCacheSize bounds the cache; it is emptied when full.
+const analysisCacheSize = 4096
+
+var analyses = struct {
+	sync.Mutex
+	m map[analysisKey]*analysis
+}{m: map[analysisKey]*analysis{}}
+
+func analyse(src string, m Mutation, entryPoint string) *analysis {
+	k := analysisKey{src, m, entryPoint}
+	analyses.Lock()
+	a := analyses.m[k]
+	analyses.Unlock()
+	if a != nil {
+		return a
+	}
+	a = &analysis{lines: parseLines(src)}
+	if m == MissingEdgeCase {
+		a.variants = dropGuards(a.lines)
+	} else {
+		a.sites = sites(a.lines, m)
+		if m == WrongName && entryPoint != "" {
+			// Misspelling the function's own name is always available.
+			re := regexp.MustCompile(`^(\s*def\s+)` + regexp.QuoteMeta(entryPoint) + `\b`)
+			for i, l := range a.lines {
+				if loc := re.FindStringSubmatchIndex(l.text); loc != nil {
+					a.sites = append(a.sites, site{i, loc[3], loc[3] + len(entryPoint), misspell(entryPoint)})
+				}
+			}
+		}
+		// Sort for determinism: map iteration order feeds WrongName sites.
+		sortSites(a.sites)
+	}
+	analyses.Lock()
+	if len(analyses.m) >= analysisCacheSize {
+		clear(analyses.m)
+	}
+	analyses.m[k] = a
+	analyses.Unlock()
+	return a
 }
 
 func sortSites(ss []site) {
