@@ -179,9 +179,16 @@ type KafkaConfig struct {
 	// take at startup, so a stage started while the brokers are down or
 	// restarting waits for them instead of exiting. Zero means 2 minutes.
 	StartupTimeout time.Duration `yaml:"startup_timeout"`
+	// CommitInterval spaces a stateless stage's offset commits: after a
+	// commit the next waits at least this long (the last one, at shutdown,
+	// does not). Each commit is a write on the broker, so committing after
+	// every settled record costs throughput; a crash redelivers at most
+	// this much more. 0 commits as soon as the previous commit is done.
+	CommitInterval time.Duration `yaml:"commit_interval"`
 }
 
 // DefaultKafkaConfig is a local single broker with low-latency batching.
 func DefaultKafkaConfig() KafkaConfig {
-	return KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "murphy", BatchTimeout: 2 * time.Millisecond, StartupTimeout: 2 * time.Minute}
+	return KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "murphy", BatchTimeout: 2 * time.Millisecond,
+		StartupTimeout: 2 * time.Minute, CommitInterval: 100 * time.Millisecond}
 }

@@ -29,6 +29,9 @@ func (c KafkaConfig) Validate() error {
 	if c.StartupTimeout < 0 {
 		return errors.New("kafka: startup_timeout must be >= 0")
 	}
+	if c.CommitInterval < 0 {
+		return errors.New("kafka: commit_interval must be >= 0")
+	}
 	return nil
 }
 

@@ -131,6 +131,9 @@ type SubscriberConfig struct {
 	// more lets handlers run concurrently, committing the contiguous prefix
 	// of acked offsets per partition.
 	MaxInFlight int
+	// CommitInterval, when > 0, spaces commits: after one the next waits at
+	// least this long (0: ack → commit at once, as Watermill expects).
+	CommitInterval time.Duration
 	// NackResendSleep is the pause before a nacked message is redelivered.
 	NackResendSleep time.Duration
 	// MaxWait bounds how long a fetch waits for new data (latency).
@@ -554,6 +557,13 @@ func (sub *subscription) abandon() {
 func (sub *subscription) commitLoop() {
 	for range sub.commitC {
 		sub.commitNow()
+		if iv := sub.s.cfg.CommitInterval; iv > 0 {
+			// Settles in the meantime fold into the next commit.
+			select {
+			case <-time.After(iv):
+			case <-sub.ctx.Done():
+			}
+		}
 	}
 	// Final commit of whatever was acked before the subscription ended.
 	sub.commitNow()

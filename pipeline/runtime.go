@@ -136,7 +136,7 @@ func (rt *Runtime) AddStage(s Stage) error {
 	conc := max(s.Concurrency, 1)
 	sub, err := NewSubscriber(SubscriberConfig{
 		Kafka: rt.cfg.Kafka, ConsumerGroup: rt.GroupID(s.Name), MaxInFlight: conc,
-		CloseTimeout: rt.cfg.ShutdownTimeout,
+		CloseTimeout: rt.cfg.ShutdownTimeout, CommitInterval: rt.cfg.Kafka.CommitInterval,
 		OnMessage: func(topic string, p int, off, hwm int64) {
 			rt.metrics.lag(s.Name, topic, p, off, hwm)
 		},

@@ -394,6 +394,22 @@ func TestBatchClosesAfterMaxAge(t *testing.T) {
 	}
 }
 
+// The runtime ticks often enough that a batch is written close to its age:
+// a tick of 500 ms would hold a 100 ms batch for up to 600 ms.
+func TestTickFollowsMaxAge(t *testing.T) {
+	for _, tc := range []struct{ tick, age, want time.Duration }{
+		{500 * time.Millisecond, 2 * time.Second, 500 * time.Millisecond},
+		{500 * time.Millisecond, 100 * time.Millisecond, 25 * time.Millisecond},
+		{500 * time.Millisecond, 0, 500 * time.Millisecond},
+	} {
+		c := DefaultConfig()
+		c.TickInterval, c.MaxAge = tc.tick, tc.age
+		if got := c.tick(); got != tc.want {
+			t.Errorf("tick %s, max_age %s: every %s, want %s", tc.tick, tc.age, got, tc.want)
+		}
+	}
+}
+
 func TestPoisonRecordsGoToDLQAndOthersSurvive(t *testing.T) {
 	dir := t.TempDir()
 	s := fileStage(t, dir, nil)

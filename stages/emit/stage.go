@@ -50,7 +50,8 @@ type Config struct {
 	// FileMaxAge rotates a file this long after it was opened. Until then
 	// its trees are not committed on the credited topic.
 	FileMaxAge time.Duration `yaml:"file_max_age"`
-	// TickInterval is how often time bounds are checked.
+	// TickInterval is how often time bounds are checked; never less often
+	// than every quarter of MaxAge, so a batch is written close to its age.
 	TickInterval time.Duration `yaml:"tick_interval"`
 	// ReadBackTimeout bounds reading back the batches topic when a partition
 	// is assigned.
@@ -210,6 +211,14 @@ func (s *Stage) Spec() pipeline.PartitionStage {
 		Name:         StageName,
 		Input:        s.cat.Topic(topics.Credited),
 		Assigned:     s.assign,
-		TickInterval: s.cfg.TickInterval,
+		TickInterval: s.cfg.tick(),
 	}
+}
+
+// tick is how often the time bounds are checked.
+func (c Config) tick() time.Duration {
+	if c.MaxAge > 0 {
+		return min(c.TickInterval, max(c.MaxAge/4, time.Millisecond))
+	}
+	return c.TickInterval
 }
