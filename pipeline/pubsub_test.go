@@ -1,6 +1,8 @@
 package pipeline_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -56,4 +58,62 @@ func TestPubSubConformanceEmbedded(t *testing.T) {
 
 func TestPubSubConformanceKafka(t *testing.T) {
 	conformance(t, pipelinetest.Brokers(t))
+}
+
+// With a commit interval, acks between commits fold into the next commit,
+// and closing commits what was acked at once: a new member of the group
+// starts after the last acked message.
+func TestCommitIntervalCommitsOnClose(t *testing.T) {
+	brokers := pipelinetest.Embedded(t)
+	kc := pipelinetest.Kafka(brokers)
+	topic := pipelinetest.Unique(t)
+	pub, err := pipeline.NewPublisher(pipeline.PublisherConfig{Kafka: kc, CreatePartitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	const n = 50
+	for i := range n {
+		if err := pub.Publish(topic, message.NewMessage(strconv.Itoa(i), []byte(strconv.Itoa(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subscribe := func() (*pipeline.Subscriber, <-chan *message.Message) {
+		sub, err := pipeline.NewSubscriber(pipeline.SubscriberConfig{Kafka: kc, ConsumerGroup: "g", MaxInFlight: 8,
+			CommitInterval: time.Hour, MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := sub.Subscribe(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub, ch
+	}
+	sub, ch := subscribe()
+	for i := range n - 10 {
+		select {
+		case m := <-ch:
+			m.Ack()
+		case <-time.After(30 * time.Second):
+			t.Fatalf("got %d of %d messages", i, n)
+		}
+	}
+	start := time.Now()
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("close took %s", took)
+	}
+	sub, ch = subscribe()
+	defer sub.Close()
+	select {
+	case m := <-ch:
+		if got, _ := strconv.Atoi(string(m.Payload)); got != n-10 {
+			t.Fatalf("a new member starts at %d: the acks before close were not committed", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing redelivered after close")
+	}
 }
