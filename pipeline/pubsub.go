@@ -510,7 +510,13 @@ func (sub *subscription) deliverWatched(it *inflight) bool {
 		case <-msg.Nacked():
 			sub.settle(it, errNacked)
 		case <-sub.ctx.Done():
-			sub.abandon()
+			// An ack that came before the end still counts.
+			select {
+			case <-msg.Acked():
+				sub.settle(it, nil)
+			default:
+				sub.abandon()
+			}
 		}
 	}()
 	return true
