@@ -378,11 +378,7 @@ var errNacked = errors.New("nacked")
 // from the handler's goroutine (or from the producer once the handler's
 // outputs are acknowledged), so that no goroutine per message waits on
 // Watermill's ack channels.
-func (d *delivery) settle(err error) {
-	if d.it.sub.s.cfg.handlerSettles {
-		d.it.sub.settle(d.it, err)
-	}
-}
+func (d *delivery) settle(err error) { d.it.sub.settle(d.it, err) }
 
 // run fetches records and delivers them in fetch order, at most MaxInFlight
 // unsettled at once. A message is settled by its Ack or Nack (a goroutine per
@@ -650,26 +646,7 @@ func toWatermill(km kafka.Message, coordinates bool) *message.Message {
 	return msg
 }
 
-// recordOf converts a delivered Watermill message back into a Record.
+// recordOf is the record a runtime handler's message was delivered for.
 func recordOf(msg *message.Message) Record {
-	if d := deliveryOf(msg.Context()); d != nil {
-		return fromKafka(d.it.km)
-	}
-	r := Record{Value: msg.Payload, Topic: msg.Metadata.Get(MetaTopic)}
-	if k := msg.Metadata.Get(MetaKey); k != "" {
-		r.Key = []byte(k)
-	}
-	r.Partition, _ = strconv.Atoi(msg.Metadata.Get(MetaPartition))
-	r.Offset, _ = strconv.ParseInt(msg.Metadata.Get(MetaOffset), 10, 64)
-	for k, v := range msg.Metadata {
-		switch k {
-		case MetaKey, MetaTopic, MetaPartition, MetaOffset:
-			continue
-		}
-		if r.Headers == nil {
-			r.Headers = map[string]string{}
-		}
-		r.Headers[k] = v
-	}
-	return r
+	return fromKafka(deliveryOf(msg.Context()).it.km)
 }

@@ -156,12 +156,12 @@ func (rt *Runtime) AddStage(s Stage) error {
 			d := deliveryOf(msg.Context())
 			defer func() {
 				if p := recover(); p != nil {
-					if d != nil && !d.later {
+					if !d.later {
 						d.settle(fmt.Errorf("panic: %v", p))
 					}
 					panic(p)
 				}
-				if d != nil && !d.later {
+				if !d.later {
 					d.settle(err)
 				}
 			}()
@@ -194,10 +194,17 @@ func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
 			rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
 			return nil, err
 		}
-		produced := func(err error) error {
+		// The record is settled when its outputs are acknowledged: the
+		// handler's goroutine is free at once, and a failed write
+		// redelivers the record (its outputs are then written again).
+		d := deliveryOf(msg.Context())
+		d.later = true
+		rt.producer.ProduceAsync(outs, func(err error) {
 			if err != nil {
 				rt.metrics.Failures.WithLabelValues(s.Name, "produce").Inc()
-				return Transient(err)
+				rt.log.Warn("produce failed; record will be redelivered", "stage", s.Name, "error", err)
+				d.settle(err)
+				return
 			}
 			for _, o := range outs {
 				c, ok := outCounters.Load(o.Topic)
@@ -206,21 +213,7 @@ func (rt *Runtime) coreHandler(s Stage) message.HandlerFunc {
 				}
 				c.(prometheus.Counter).Inc()
 			}
-			return nil
-		}
-		d := deliveryOf(msg.Context())
-		if d == nil || !d.it.sub.s.cfg.handlerSettles {
-			return nil, produced(rt.producer.Produce(msg.Context(), outs...))
-		}
-		// The record is settled when its outputs are acknowledged: the
-		// handler's goroutine is free at once, and a failed write
-		// redelivers the record (its outputs are then written again).
-		d.later = true
-		rt.producer.ProduceAsync(outs, func(err error) {
-			if err = produced(err); err != nil {
-				rt.log.Warn("produce failed; record will be redelivered", "stage", s.Name, "error", err)
-			}
-			d.settle(err)
+			d.settle(nil)
 		})
 		return nil, nil
 	}
