@@ -31,6 +31,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/credit"
 	"github.com/murphy-rl/murphy/stages/emit"
 	"github.com/murphy-rl/murphy/stages/execute"
@@ -38,9 +39,6 @@ import (
 	"github.com/murphy-rl/murphy/stages/govern"
 	"github.com/murphy-rl/murphy/topics"
 )
-
-// StageNames are the stages in dataflow order.
-var StageNames = []string{"generate", "execute", "govern", "credit", "emit"}
 
 // Targets of the issue; a figure below its target is reported, not hidden.
 const (
@@ -205,8 +203,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("memory: trees and stage_timeout must be > 0"))
 	}
 	for stage, mb := range c.Memory.BoundsMB {
-		if !slices.Contains(StageNames, stage) || mb < 1 {
-			errs = append(errs, fmt.Errorf("memory: bound %s=%d: stage must be one of %v, bound >= 1", stage, mb, StageNames))
+		if !slices.Contains(stages.Names, stage) || mb < 1 {
+			errs = append(errs, fmt.Errorf("memory: bound %s=%d: stage must be one of %v, bound >= 1", stage, mb, stages.Names))
 		}
 	}
 	for name, err := range map[string]error{

@@ -17,11 +17,9 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
-	"github.com/murphy-rl/murphy/stages/credit"
+	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/emit"
-	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/stages/generate"
-	"github.com/murphy-rl/murphy/stages/govern"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -158,7 +156,7 @@ func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, e
 	table := pipeline.NewTable(b.Kafka, cat.Topic(topics.Tasks), 4096)
 	defer table.Close()
 	lookup := tasks.FromTable(table, pipeline.ErrNotFound)
-	if err := addStages(rt, b.Kafka, cat, c, ex, lookup); err != nil {
+	if err := addStages(ctx, rt, b.Kafka, cat, c, ex, lookup); err != nil {
 		rt.Producer().Close()
 		return Run{}, err
 	}
@@ -187,18 +185,10 @@ func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, e
 	return res, werr
 }
 
-// addStages wires the five stages onto rt.
-func addStages(rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog, c Config, ex executeWith, lookup tasks.Lookup) error {
-	reg := rt.Registry()
-	gen, err := generate.New(c.Generate, lookup, cat, reg)
-	if err != nil {
-		return err
-	}
-	for _, spec := range gen.Specs() {
-		if err := rt.AddStage(spec); err != nil {
-			return err
-		}
-	}
+// addStages wires the five stages onto rt as `murphy run` does (stages.Add),
+// except that execute evaluates through ex: the benchmark's pool, or a
+// runner standing in for one, as many at once as that pool would.
+func addStages(ctx context.Context, rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog, c Config, ex executeWith, lookup tasks.Lookup) error {
 	ec := c.Execute
 	var runner sandbox.Runner = ex.pool
 	if ex.pool == nil {
@@ -208,7 +198,6 @@ func addStages(rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog
 			n = c.Execute.Concurrency
 		}
 		if n == 0 {
-			// As many at once as the pool the runner stands in for.
 			n = c.Execute.Sandbox.Workers
 			if n == 0 {
 				n = startMachine().CPUs
@@ -216,32 +205,11 @@ func addStages(rt *pipeline.Runtime, kc pipeline.KafkaConfig, cat topics.Catalog
 		}
 		ec.Concurrency = n
 	}
-	st, err := execute.New(ec, runner, lookup, cat, reg)
-	if err != nil {
-		return err
-	}
-	if err := rt.AddStage(st.Spec()); err != nil {
-		return err
-	}
-	gov, err := govern.NewStage(c.Govern, lookup, nil, cat, reg)
-	if err != nil {
-		return err
-	}
-	if err := rt.AddStage(gov.Spec()); err != nil {
-		return err
-	}
-	cr, err := credit.NewStage(c.Credit, rt.Producer(), cat, kc, reg)
-	if err != nil {
-		return err
-	}
-	if err := rt.AddPartitionStage(cr.Spec()); err != nil {
-		return err
-	}
-	em, err := emit.NewStage(c.Emit, rt.Producer(), cat, kc, reg)
-	if err != nil {
-		return err
-	}
-	return rt.AddPartitionStage(em.Spec())
+	_, err := stages.Add(ctx, stages.Wiring{
+		Runtime: rt, Kafka: kc, Catalog: cat, Lookup: func() tasks.Lookup { return lookup }, Runner: runner,
+		Generate: c.Generate, Execute: ec, Govern: c.Govern, Credit: c.Credit, Emit: c.Emit,
+	}, stages.Names)
+	return err
 }
 
 // watch follows a run from outside any consumer group: the first candidate

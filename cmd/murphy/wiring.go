@@ -7,11 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/murphy-rl/murphy/pipeline"
-	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/credit"
 	"github.com/murphy-rl/murphy/stages/emit"
 	"github.com/murphy-rl/murphy/stages/execute"
@@ -41,7 +40,7 @@ type Config struct {
 }
 
 // stageNames in dataflow order.
-var stageNames = []string{"generate", "execute", "govern", "credit", "emit"}
+var stageNames = stages.Names
 
 func defaultConfig() Config {
 	k := pipeline.DefaultKafkaConfig()
@@ -122,77 +121,27 @@ func (s *stageSet) Close() {
 	}
 }
 
-// addStages wires the named stages onto rt. Every stage talks to the others
-// only through topics.
+// addStages wires the named stages onto rt (see stages.Add); the task table
+// is opened on first use.
 func addStages(ctx context.Context, rt *pipeline.Runtime, cfg *Config, names []string) (*stageSet, error) {
 	set := &stageSet{}
-	cat := cfg.Topics
-	reg := rt.Registry()
 	lookup := func() tasks.Lookup {
 		if set.table == nil {
-			set.table = pipeline.NewTable(cfg.Kafka, cat.Topic(topics.Tasks), cfg.TaskCache)
+			set.table = pipeline.NewTable(cfg.Kafka, cfg.Topics.Topic(topics.Tasks), cfg.TaskCache)
 			set.closers = append(set.closers, set.table.Close)
 		}
 		return tasks.FromTable(set.table, pipeline.ErrNotFound)
 	}
-	sorted := append([]string(nil), names...)
-	sort.SliceStable(sorted, func(i, j int) bool { return stageIndex(sorted[i]) < stageIndex(sorted[j]) })
-	for _, name := range sorted {
-		var err error
-		switch name {
-		case "generate":
-			var st *generate.Stage
-			if st, err = generate.New(cfg.Generate, lookup(), cat, reg); err == nil {
-				for _, spec := range st.Specs() {
-					if err = rt.AddStage(spec); err != nil {
-						break
-					}
-				}
-			}
-		case "execute":
-			var pool *sandbox.Pool
-			if pool, err = sandbox.NewPool(ctx, cfg.Execute.Sandbox); err != nil {
-				err = fmt.Errorf("sandbox: %w", err)
-				break
-			}
-			set.closers = append(set.closers, func() { _ = pool.Close() })
-			var st *execute.Stage
-			if st, err = execute.New(cfg.Execute, pool, lookup(), cat, reg); err == nil {
-				err = rt.AddStage(st.Spec())
-			}
-		case "govern":
-			var st *govern.Stage
-			if st, err = govern.NewStage(cfg.Govern, lookup(), nil, cat, reg); err == nil {
-				err = rt.AddStage(st.Spec())
-			}
-		case "credit":
-			var st *credit.Stage
-			if st, err = credit.NewStage(cfg.Credit, rt.Producer(), cat, cfg.Kafka, reg); err == nil {
-				err = rt.AddPartitionStage(st.Spec())
-			}
-		case "emit":
-			var st *emit.Stage
-			if st, err = emit.NewStage(cfg.Emit, rt.Producer(), cat, cfg.Kafka, reg); err == nil {
-				err = rt.AddPartitionStage(st.Spec())
-			}
-		default:
-			err = fmt.Errorf("unknown stage %q (stages: %s)", name, strings.Join(stageNames, ", "))
-		}
-		if err != nil {
-			set.Close()
-			return nil, fmt.Errorf("stage %s: %w", name, err)
-		}
+	release, err := stages.Add(ctx, stages.Wiring{
+		Runtime: rt, Kafka: cfg.Kafka, Catalog: cfg.Topics, Lookup: lookup,
+		Generate: cfg.Generate, Execute: cfg.Execute, Govern: cfg.Govern, Credit: cfg.Credit, Emit: cfg.Emit,
+	}, names)
+	set.closers = append(set.closers, release)
+	if err != nil {
+		set.Close()
+		return nil, err
 	}
 	return set, nil
-}
-
-func stageIndex(name string) int {
-	for i, n := range stageNames {
-		if n == name {
-			return i
-		}
-	}
-	return len(stageNames)
 }
 
 func stderrLogger(cfg *Config) *slog.Logger { return newLogger(cfg.LogLevel, os.Stderr) }
