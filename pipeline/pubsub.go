@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -607,10 +606,11 @@ func (sub *subscription) commitNow() {
 	}
 }
 
-// toWatermill builds the message for a record. With coordinates, the key,
-// topic, partition and offset travel as metadata (for any Watermill
-// consumer); the runtime reads them from the record itself (recordOf).
-func toWatermill(km kafka.Message, coordinates bool) *message.Message {
+// toWatermill builds the message for a record. With metadata, the headers,
+// key, topic, partition and offset travel as metadata (for any Watermill
+// consumer); the runtime reads them from the record itself (recordOf), so
+// its messages carry only the payload and an id for Watermill's logs.
+func toWatermill(km kafka.Message, metadata bool) *message.Message {
 	uuid := ""
 	for _, h := range km.Headers {
 		if h.Key == metaUUID {
@@ -618,24 +618,17 @@ func toWatermill(km kafka.Message, coordinates bool) *message.Message {
 		}
 	}
 	if uuid == "" {
-		var b strings.Builder
-		b.Grow(len(km.Topic) + 24)
-		b.WriteString(km.Topic)
-		b.WriteByte('/')
-		b.WriteString(strconv.Itoa(km.Partition))
-		b.WriteByte('/')
-		b.WriteString(strconv.FormatInt(km.Offset, 10))
-		uuid = b.String()
+		uuid = km.Topic + "/" + strconv.Itoa(km.Partition) + "/" + strconv.FormatInt(km.Offset, 10)
 	}
 	msg := message.NewMessage(uuid, km.Value)
+	if !metadata {
+		return msg
+	}
 	md := msg.Metadata
 	for _, h := range km.Headers {
 		if h.Key != metaUUID {
 			md.Set(h.Key, string(h.Value))
 		}
-	}
-	if !coordinates {
-		return msg
 	}
 	if km.Key != nil {
 		md.Set(MetaKey, string(km.Key))
