@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/murphy-rl/murphy/topics"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // ErrNotFound is returned by Table.Get for a key the topic does not hold.
@@ -18,11 +20,18 @@ var ErrNotFound = errors.New("key not found")
 // Table is a read view of a compacted topic (the tasks topic): the latest
 // value per key. It follows the topic continuously and keeps an index of
 // key → (partition, offset) for every key, but only a bounded number of
-// values in memory; an evicted value is read back from Kafka by offset.
+// values in memory (those it reads while there is room, then those asked
+// for most recently); an evicted value is read back from Kafka by offset,
+// once for all the callers asking for it at the same time.
 type Table struct {
 	cfg      KafkaConfig
 	topic    string
 	capacity int
+	// client asks for high watermarks over pooled connections; reads
+	// gathers concurrent read-backs of one key.
+	client      *kafka.Client
+	closeClient func()
+	reads       singleflight.Group
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -55,7 +64,8 @@ func NewTable(cfg KafkaConfig, topic string, capacity int) *Table {
 	if capacity <= 0 {
 		capacity = 1024
 	}
-	t := &Table{cfg: cfg, topic: topic, capacity: capacity, index: map[string]position{},
+	client, closeClient := readBackClient(cfg)
+	t := &Table{cfg: cfg, topic: topic, capacity: capacity, client: client, closeClient: closeClient, index: map[string]position{},
 		lru: list.New(), entries: map[string]*list.Element{}, caughtUp: map[int]int64{}, started: make(chan struct{})}
 	t.cond = sync.NewCond(&t.mu)
 	return t
@@ -68,6 +78,7 @@ func (t *Table) Close() {
 		t.cancel()
 	}
 	t.wg.Wait()
+	t.closeClient()
 }
 
 func (t *Table) follow() {
@@ -144,6 +155,8 @@ func (t *Table) followPartition(ctx context.Context, p int) {
 			t.index[key] = position{partition: m.Partition, offset: m.Offset}
 			if el, ok := t.entries[key]; ok {
 				el.Value.(*entry).value = m.Value
+			} else if t.lru.Len() < t.capacity {
+				t.entries[key] = t.lru.PushBack(&entry{key: key, value: m.Value})
 			}
 		}
 		t.caughtUp[p] = m.Offset + 1
@@ -208,45 +221,51 @@ func (t *Table) Get(ctx context.Context, key string) ([]byte, error) {
 			return nil, fmt.Errorf("%s in %s: %w", key, t.topic, ErrNotFound)
 		}
 	}
-	v, err := t.readAt(ctx, key, pos)
+	v, err, _ := t.reads.Do(key, func() (any, error) {
+		v, err := t.readAt(ctx, key, pos)
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		t.remember(key, v)
+		t.mu.Unlock()
+		return v, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	t.remember(key, v)
-	t.mu.Unlock()
-	return v, nil
+	return v.([]byte), nil
 }
 
 // waitCaughtUp waits until every partition has been read up to the high
 // watermark it had when the call started, or until key shows up.
 func (t *Table) waitCaughtUp(ctx context.Context, key string) error {
-	conn, err := t.cfg.dialer().DialContext(ctx, "tcp", t.cfg.Brokers[0])
-	if err != nil {
-		return fmt.Errorf("table %s: %w", t.topic, err)
-	}
 	t.mu.Lock()
-	parts := make([]int, 0, len(t.caughtUp))
+	reqs := make([]kafka.OffsetRequest, 0, len(t.caughtUp))
 	for p := range t.caughtUp {
-		parts = append(parts, p)
+		reqs = append(reqs, kafka.LastOffsetOf(p))
 	}
 	t.mu.Unlock()
-	target := map[int]int64{}
-	for _, p := range parts {
-		lc, err := t.cfg.dialer().DialLeader(ctx, "tcp", t.cfg.Brokers[0], t.topic, p)
+	target := make(map[int]int64, len(reqs))
+	err := withRetry(ctx, func() error {
+		res, err := t.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{t.topic: reqs}})
 		if err != nil {
-			conn.Close()
-			return fmt.Errorf("table %s: %w", t.topic, err)
+			return fmt.Errorf("table %s: high watermarks: %w", t.topic, err)
 		}
-		hwm, err := lc.ReadLastOffset()
-		lc.Close()
-		if err != nil {
-			conn.Close()
-			return fmt.Errorf("table %s: %w", t.topic, err)
+		for _, po := range res.Topics[t.topic] {
+			if po.Error != nil {
+				return fmt.Errorf("table %s: high watermark of partition %d: %w", t.topic, po.Partition, po.Error)
+			}
+			target[po.Partition] = po.LastOffset
 		}
-		target[p] = hwm
+		if len(target) != len(reqs) {
+			return fmt.Errorf("table %s: high watermarks of %d of %d partitions", t.topic, len(target), len(reqs))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	conn.Close()
 	stop := context.AfterFunc(ctx, func() {
 		t.mu.Lock()
 		t.cond.Broadcast()
@@ -280,21 +299,22 @@ func (t *Table) waitCaughtUp(ctx context.Context, key string) error {
 
 // readAt reads the record at pos (an evicted value).
 func (t *Table) readAt(ctx context.Context, key string, pos position) ([]byte, error) {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.cfg.Brokers, Dialer: t.cfg.dialer(), Topic: t.topic,
-		Partition: pos.partition, MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	if err := r.SetOffset(pos.offset); err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	m, err := r.FetchMessage(ctx)
+	var v []byte
+	found := false
+	err := ReadRange(ctx, t.cfg, t.topic, pos.partition, pos.offset, pos.offset+1, func(r Record) error {
+		if r.Offset == pos.offset && string(r.Key) == key {
+			v, found = r.Value, true
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("table %s: read offset %d: %w", t.topic, pos.offset, err)
 	}
-	if string(m.Key) != key {
+	if !found {
 		// Compacted away after a newer value the follower has not read yet.
 		return nil, fmt.Errorf("table %s: key %s moved from offset %d; retry", t.topic, key, pos.offset)
 	}
-	return m.Value, nil
+	return v, nil
 }

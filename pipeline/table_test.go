@@ -13,7 +13,7 @@ import (
 )
 
 // TestTableLatestValueBoundedCache: the table returns the latest value per
-// key, reads evicted values back from Kafka, waits for keys published just
+// key, reads evicted values back from Kafka (concurrent lookups too), waits for keys published just
 // before the lookup, and reports unknown keys as ErrNotFound.
 func TestTableLatestValueBoundedCache(t *testing.T) {
 	brokers := pipelinetest.Embedded(t)
@@ -40,6 +40,23 @@ func TestTableLatestValueBoundedCache(t *testing.T) {
 			if err != nil || string(got) != want {
 				t.Fatalf("round %d: Get(task-%d) = %q, %v; want %q", round, i, got, err, want)
 			}
+		}
+	}
+	// Concurrent lookups of evicted values (read back once per key and
+	// flight) all get the right value.
+	errs := make(chan error, 40)
+	for g := 0; g < 40; g++ {
+		go func(i int) {
+			got, err := tab.Get(ctx, fmt.Sprintf("task-%d", i))
+			if err == nil && string(got) != fmt.Sprintf("v1-%d", i) {
+				err = fmt.Errorf("Get(task-%d) = %q", i, got)
+			}
+			errs <- err
+		}(4 + g%8)
+	}
+	for g := 0; g < 40; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 	// A key published just before the lookup is found without sleeping.
