@@ -102,7 +102,8 @@ type produceReq struct {
 }
 
 const (
-	// producerLoops write concurrently; each gathers its own batches.
+	// producerLoops write concurrently (NewProducer); each gathers its own
+	// batches.
 	producerLoops = 2
 	// maxGroupRecords bounds one group-committed write.
 	maxGroupRecords = 4096
@@ -110,8 +111,19 @@ const (
 
 var errProducerClosed = errors.New("producer closed")
 
-// NewProducer returns the project's producer: acks=all, murmur2.
-func NewProducer(cfg KafkaConfig) Producer {
+// NewProducer returns the project's producer: acks=all, murmur2. Two
+// writes may be in flight at once, so calls made one after the other can
+// reach a partition in either order.
+func NewProducer(cfg KafkaConfig) Producer { return newKafkaProducer(cfg, producerLoops) }
+
+// NewOrderedProducer is NewProducer with one write in flight at a time:
+// records reach each partition in the order of the calls that produced
+// them (a call that fails may be followed by later calls that succeed).
+// A stage whose restart logic reads its output back in log order, like
+// credit, produces through it.
+func NewOrderedProducer(cfg KafkaConfig) Producer { return newKafkaProducer(cfg, 1) }
+
+func newKafkaProducer(cfg KafkaConfig, loops int) *kafkaProducer {
 	p := &kafkaProducer{w: newWriter(cfg), reqs: make(chan *produceReq, 1024), stop: make(chan struct{})}
 	// Batches form in the group-commit loops; the writer's own timer only
 	// needs to let one call's records reach every partition batch.
@@ -120,7 +132,7 @@ func NewProducer(cfg KafkaConfig) Producer {
 	// kafka-go allocates that capacity up front for every batch: a bigger
 	// group simply becomes several requests per partition.
 	p.w.BatchSize = 128
-	for i := 0; i < producerLoops; i++ {
+	for i := 0; i < loops; i++ {
 		p.wg.Add(1)
 		go p.loop()
 	}
@@ -213,20 +225,27 @@ func (p *kafkaProducer) loop() {
 				return
 			}
 		}
-		group := []*produceReq{first}
-		n := len(first.msgs)
-	gather:
-		for n < maxGroupRecords {
-			select {
-			case r := <-p.reqs:
-				group = append(group, r)
-				n += len(r.msgs)
-			default:
-				break gather
-			}
-		}
+		group, n := p.gather(first)
 		p.write(group, n)
 	}
+}
+
+// gather collects the requests queued after first (those that arrived
+// while the previous write was in flight) into one group of at most
+// maxGroupRecords records.
+func (p *kafkaProducer) gather(first *produceReq) ([]*produceReq, int) {
+	group := []*produceReq{first}
+	n := len(first.msgs)
+	for n < maxGroupRecords {
+		select {
+		case r := <-p.reqs:
+			group = append(group, r)
+			n += len(r.msgs)
+		default:
+			return group, n
+		}
+	}
+	return group, n
 }
 
 // write sends a group in one call and tells each caller its own outcome.

@@ -55,9 +55,12 @@ type Runtime struct {
 	reg      *prometheus.Registry
 	metrics  *Metrics
 	producer Producer
-	router   *message.Router
-	parts    []PartitionStage
-	handlers int
+	// ordered is created on first use (OrderedProducer) and closed by Run.
+	orderedMu sync.Mutex
+	ordered   Producer
+	router    *message.Router
+	parts     []PartitionStage
+	handlers  int
 
 	ready    atomic.Bool
 	failOnce sync.Once
@@ -107,6 +110,18 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 
 // Producer is the runtime's shared producer.
 func (rt *Runtime) Producer() Producer { return rt.producer }
+
+// OrderedProducer is the runtime's shared NewOrderedProducer, for stages
+// that need their records in a partition in the order they produced them.
+// Run closes it.
+func (rt *Runtime) OrderedProducer() Producer {
+	rt.orderedMu.Lock()
+	defer rt.orderedMu.Unlock()
+	if rt.ordered == nil {
+		rt.ordered = NewOrderedProducer(rt.cfg.Kafka)
+	}
+	return rt.ordered
+}
 
 // Registry is where stages register their metrics.
 func (rt *Runtime) Registry() *prometheus.Registry { return rt.reg }
@@ -233,6 +248,13 @@ func (rt *Runtime) AddPartitionStage(s PartitionStage) error {
 // shutdown.
 func (rt *Runtime) Run(ctx context.Context) error {
 	defer rt.producer.Close()
+	defer func() {
+		rt.orderedMu.Lock()
+		defer rt.orderedMu.Unlock()
+		if rt.ordered != nil {
+			rt.ordered.Close()
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

@@ -96,7 +96,7 @@ func Add(ctx context.Context, w Wiring, names []string) (release func(), err err
 			}
 		case "credit":
 			var st *credit.Stage
-			if st, err = credit.NewStage(w.Credit, rt.Producer(), cat, w.Kafka, reg); err == nil {
+			if st, err = credit.NewStage(w.Credit, rt.OrderedProducer(), cat, w.Kafka, reg); err == nil {
 				err = rt.AddPartitionStage(st.Spec())
 			}
 		case "emit":

@@ -48,7 +48,7 @@ func TestCreditCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := NewStage(crashConfig(), rt.Producer(), cat, kcfg, rt.Registry())
+	st, err := NewStage(crashConfig(), rt.OrderedProducer(), cat, kcfg, rt.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,10 +32,12 @@ type Stage struct {
 	now      func() time.Time
 }
 
-// NewStage builds the credit stage. prod writes credited trees (it must be
-// the project's murmur2 producer, so that a tree lands on the credited
-// partition numbered like its samples partition); kcfg is used to read the
-// credited topic back on partition assignment; metrics go to reg.
+// NewStage builds the credit stage. prod writes credited trees: it must be
+// the project's ordered murmur2 producer (pipeline.NewOrderedProducer or
+// Runtime.OrderedProducer), so that a tree lands on the credited partition
+// numbered like its samples partition and trees reach it in the order they
+// were emitted; kcfg is used to read the credited topic back on partition
+// assignment; metrics go to reg.
 func NewStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, kcfg pipeline.KafkaConfig, reg prometheus.Registerer) (*Stage, error) {
 	if err := kcfg.Validate(); err != nil {
 		return nil, fmt.Errorf("credit: %w", err)
@@ -132,8 +135,19 @@ type openTree struct {
 	firstTime time.Time // record timestamps, for time-to-complete
 	lastTime  time.Time
 	elem      *list.Element
+	emitting  bool // produced, not yet acknowledged: holds the watermark
 	pending   bool // its emission failed: retried on Tick
 	stuck     bool // closed at its deadline (counted once)
+}
+
+// emission is the outcome of producing one credited tree, handed from the
+// producer's goroutine to the processor's.
+type emission struct {
+	ot         *openTree
+	maxpos     int64
+	incomplete bool
+	stats      Stats
+	err        error
 }
 
 type doneEntry struct {
@@ -155,6 +169,11 @@ type processor struct {
 	done      map[string]int64
 	doneQueue []doneEntry
 	doneHead  int
+	// emitted holds emissions the producer finished, applied by settle on
+	// the processor's goroutine; acked wakes a Process waiting at the cap.
+	mu      sync.Mutex
+	emitted []emission
+	acked   chan struct{}
 }
 
 func newProcessor(s *Stage, partition int) *processor {
@@ -165,6 +184,7 @@ func newProcessor(s *Stage, partition int) *processor {
 		open:      make(map[string]*openTree),
 		next:      -1,
 		done:      make(map[string]int64),
+		acked:     make(chan struct{}, 1),
 	}
 }
 
@@ -179,6 +199,7 @@ func (p *processor) watermark() int64 {
 
 // CommitOffset implements pipeline.PartitionProcessor.
 func (p *processor) CommitOffset() (int64, bool) {
+	p.logFailed(p.settle())
 	if p.next < 0 {
 		return 0, false
 	}
@@ -229,6 +250,7 @@ func poisonReason(err error) string {
 
 // Process implements pipeline.PartitionProcessor.
 func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
+	p.logFailed(p.settle())
 	if rec.Offset+1 > p.next {
 		p.next = rec.Offset + 1
 	}
@@ -270,7 +292,7 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		ot.lastTime = rec.Time
 	}
 	if ot.t.Complete() {
-		return p.emit(ctx, ot)
+		p.emit(ot)
 	}
 	return nil
 }
@@ -284,67 +306,64 @@ func (p *processor) admit(ctx context.Context) error {
 			p.s.m.Backpressure.Add(time.Since(started).Seconds())
 		}
 	}()
-	for len(p.open) >= p.s.cfg.MaxOpenTrees {
-		if err := p.flushPending(ctx); err != nil {
-			return err
+	for {
+		p.logFailed(p.settle())
+		if len(p.open) < p.s.cfg.MaxOpenTrees {
+			return nil
 		}
+		p.flushPending()
 		front := p.order.Front().Value.(*openTree)
 		wait := front.opened.Add(p.s.cfg.Deadline).Sub(p.s.now())
-		if wait <= 0 {
-			if err := p.closeStuck(ctx, front); err != nil {
-				return err
-			}
+		if wait <= 0 && !front.emitting {
+			p.closeStuck(front)
 			continue
 		}
 		if started.IsZero() {
 			started = time.Now()
 		}
-		t := time.NewTimer(min(wait, p.s.cfg.TickInterval))
+		t := time.NewTimer(max(min(wait, p.s.cfg.TickInterval), time.Millisecond))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
+		case <-p.acked:
+			t.Stop()
 		case <-t.C:
 		}
 	}
-	return nil
 }
 
 // Tick implements pipeline.PartitionProcessor: it retries failed emissions
 // and closes trees past their deadline.
-func (p *processor) Tick(ctx context.Context, now time.Time) error {
-	if err := p.flushPending(ctx); err != nil {
-		return err
-	}
-	for f := p.order.Front(); f != nil; f = p.order.Front() {
-		ot := f.Value.(*openTree)
-		if now.Before(ot.opened.Add(p.s.cfg.Deadline)) {
-			break
-		}
-		if err := p.closeStuck(ctx, ot); err != nil {
-			return err
-		}
-	}
-	p.gauge.Set(float64(len(p.open)))
-	return nil
-}
-
-func (p *processor) flushPending(ctx context.Context) error {
+func (p *processor) Tick(_ context.Context, now time.Time) error {
+	failed := p.settle()
+	p.flushPending()
 	for e := p.order.Front(); e != nil; {
 		ot := e.Value.(*openTree)
 		e = e.Next()
-		if ot.pending {
-			if err := p.emit(ctx, ot); err != nil {
-				return err
-			}
+		if now.Before(ot.opened.Add(p.s.cfg.Deadline)) {
+			break
+		}
+		if !ot.emitting && !ot.pending {
+			p.closeStuck(ot)
 		}
 	}
-	return nil
+	p.gauge.Set(float64(len(p.open)))
+	return errors.Join(failed, p.settle())
+}
+
+// flushPending emits again the trees whose emission failed.
+func (p *processor) flushPending() {
+	for e := p.order.Front(); e != nil; e = e.Next() {
+		if ot := e.Value.(*openTree); ot.pending {
+			p.emit(ot)
+		}
+	}
 }
 
 // closeStuck closes a tree that will not complete: flagged and emitted, or
 // dropped, per Config.Incomplete.
-func (p *processor) closeStuck(ctx context.Context, ot *openTree) error {
+func (p *processor) closeStuck(ot *openTree) {
 	if !ot.stuck {
 		ot.stuck = true
 		p.s.m.StuckTrees.Inc()
@@ -352,11 +371,11 @@ func (p *processor) closeStuck(ctx context.Context, ot *openTree) error {
 			"nodes", ot.t.Len(), "missing", ot.t.Missing(), "action", p.s.cfg.Incomplete)
 	}
 	if p.s.cfg.Incomplete == IncompleteFlag {
-		return p.emit(ctx, ot)
+		p.emit(ot)
+		return
 	}
 	p.drop(ot)
 	p.remember(ot.t.ID(), p.maxpos)
-	return nil
 }
 
 func (p *processor) drop(ot *openTree) {
@@ -365,9 +384,14 @@ func (p *processor) drop(ot *openTree) {
 	p.gauge.Set(float64(len(p.open)))
 }
 
-// emit credits ot, produces it and forgets it. On a produce error the tree
-// stays open (the watermark holds) and is retried.
-func (p *processor) emit(ctx context.Context, ot *openTree) error {
+// emit credits ot and produces it without waiting: the tree stays open, and
+// holds the watermark, until settle sees the brokers' acknowledgement; then
+// it is forgotten. A failed write leaves it pending, emitted again on the
+// next Tick (or when the open-tree cap is reached).
+func (p *processor) emit(ot *openTree) {
+	if ot.emitting {
+		return
+	}
 	ct, st := Credit(ot.t, p.s.cc)
 	ct.CreditedAt = p.s.now().UTC()
 	val, err := topics.Encode(&ct)
@@ -376,8 +400,9 @@ func (p *processor) emit(ctx context.Context, ot *openTree) error {
 		p.s.logger.Error("credit: tree cannot be written", "partition", p.partition, "tree_id", ot.t.ID(), "nodes", ot.t.Len(), "err", err)
 		p.drop(ot)
 		p.remember(ot.t.ID(), p.maxpos)
-		return nil
+		return
 	}
+	e := emission{ot: ot, maxpos: p.maxpos, incomplete: ct.Incomplete, stats: st}
 	out := pipeline.Out{
 		Topic: p.s.credited,
 		Key:   ot.t.ID(),
@@ -385,26 +410,60 @@ func (p *processor) emit(ctx context.Context, ot *openTree) error {
 		Headers: map[string]string{
 			HeaderSourcePartition: strconv.Itoa(p.partition),
 			HeaderSourceFirst:     strconv.FormatInt(ot.first, 10),
-			HeaderMaxPos:          strconv.FormatInt(p.maxpos, 10),
+			HeaderMaxPos:          strconv.FormatInt(e.maxpos, 10),
 		},
 	}
-	if err := p.s.prod.Produce(ctx, out); err != nil {
-		ot.pending = true
-		return fmt.Errorf("credit: emit tree %s: %w", ot.t.ID(), err)
-	}
-	m := p.s.m
-	if !ct.Incomplete {
-		m.Completed.Inc()
-		if !ot.firstTime.IsZero() && !ot.lastTime.IsZero() {
-			m.TimeToComplete.Observe(ot.lastTime.Sub(ot.firstTime).Seconds())
+	ot.emitting, ot.pending = true, false
+	p.s.prod.ProduceAsync([]pipeline.Out{out}, func(err error) {
+		e.err = err
+		p.mu.Lock()
+		p.emitted = append(p.emitted, e)
+		p.mu.Unlock()
+		select {
+		case p.acked <- struct{}{}:
+		default:
 		}
+	})
+}
+
+// settle applies the emissions the producer finished: an acknowledged tree
+// is counted and forgotten, a failed one becomes pending. It returns the
+// failures.
+func (p *processor) settle() error {
+	p.mu.Lock()
+	done := p.emitted
+	p.emitted = nil
+	p.mu.Unlock()
+	var errs []error
+	m := p.s.m
+	for _, e := range done {
+		ot := e.ot
+		ot.emitting = false
+		if e.err != nil {
+			ot.pending = true
+			errs = append(errs, fmt.Errorf("credit: emit tree %s: %w", ot.t.ID(), e.err))
+			continue
+		}
+		if !e.incomplete {
+			m.Completed.Inc()
+			if !ot.firstTime.IsZero() && !ot.lastTime.IsZero() {
+				m.TimeToComplete.Observe(ot.lastTime.Sub(ot.firstTime).Seconds())
+			}
+		}
+		m.PrunedNodes.Add(float64(e.stats.PrunedNodes))
+		m.ZeroSignalGroups.Add(float64(e.stats.ZeroSignalGroups))
+		m.DroppedSamples.Add(float64(e.stats.DroppedSamples))
+		p.drop(ot)
+		p.remember(ot.t.ID(), e.maxpos)
 	}
-	m.PrunedNodes.Add(float64(st.PrunedNodes))
-	m.ZeroSignalGroups.Add(float64(st.ZeroSignalGroups))
-	m.DroppedSamples.Add(float64(st.DroppedSamples))
-	p.drop(ot)
-	p.remember(ot.t.ID(), p.maxpos)
-	return nil
+	return errors.Join(errs...)
+}
+
+// logFailed logs failed emissions found outside Tick (which returns them).
+func (p *processor) logFailed(err error) {
+	if err != nil {
+		p.s.logger.Warn("credit: emission failed; retried on the next tick", "partition", p.partition, "err", err)
+	}
 }
 
 // Close implements pipeline.PartitionProcessor. Open trees need no flush:

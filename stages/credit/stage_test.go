@@ -25,6 +25,9 @@ type memLog struct {
 	topic    string
 	recs     []pipeline.Out
 	failNext int
+	// hold keeps ProduceAsync's writes unacknowledged until release.
+	hold bool
+	held []func()
 }
 
 func (l *memLog) Produce(_ context.Context, outs ...pipeline.Out) error {
@@ -44,7 +47,31 @@ func (l *memLog) Produce(_ context.Context, outs ...pipeline.Out) error {
 }
 
 func (l *memLog) ProduceAsync(outs []pipeline.Out, done func(error)) {
+	l.mu.Lock()
+	if l.hold {
+		l.held = append(l.held, func() { done(l.Produce(context.Background(), outs...)) })
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
 	done(l.Produce(context.Background(), outs...))
+}
+
+// release writes and acknowledges the held records, in order, from another
+// goroutine (as the producer does), and stops holding.
+func (l *memLog) release() {
+	l.mu.Lock()
+	held := l.held
+	l.held, l.hold = nil, false
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, f := range held {
+			f()
+		}
+	}()
+	<-done
 }
 
 func (l *memLog) Close() error { return nil }
@@ -434,17 +461,71 @@ func TestFailedEmissionIsRetriedAndHoldsTheWatermark(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.failNext = 1
-	if err := p.Process(ctx, recs[1]); err == nil {
-		t.Fatal("produce failure not reported")
+	if err := p.Process(ctx, recs[1]); err != nil {
+		t.Fatal(err) // the write fails after Process returned
 	}
-	if off, _ := p.CommitOffset(); off != 0 {
-		t.Fatalf("commit %d passed an unemitted tree", off)
+	if off, _ := p.CommitOffset(); off != 0 || len(p.open) != 1 {
+		t.Fatalf("commit %d passed an unemitted tree (open %d)", off, len(p.open))
 	}
 	if err := p.Tick(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if off, _ := p.CommitOffset(); off != 2 || len(log.trees(t)) != 1 {
 		t.Fatalf("after retry: commit %d, %d trees", off, len(log.trees(t)))
+	}
+}
+
+func TestUnacknowledgedEmissionHoldsTheWatermark(t *testing.T) {
+	s, log := newTestStage(t, func(c *Config) { c.MaxOpenTrees = 1 })
+	p := assigned(t, s, -1)
+	a := fullSamples(build("ack-a", 1, []nb{{r: 1}, {r: 0}}))
+	b := fullSamples(build("ack-b", 1, []nb{{r: 0}, {r: 1}}))
+	recs := sampleRecords(t, rand.New(rand.NewPCG(5, 5)), [][]*topics.Sample{a}, 0)
+	ctx := context.Background()
+	log.hold = true
+	for _, r := range recs {
+		if err := p.Process(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Complete and produced, not acknowledged: still open, watermark held,
+	// a replayed sample is a duplicate and does not produce it again.
+	dup := recs[0]
+	dup.Offset = 2
+	if err := p.Process(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := p.CommitOffset(); off != 0 || len(p.open) != 1 || len(log.held) != 1 {
+		t.Fatalf("unacknowledged: commit %d, open %d, writes %d", off, len(p.open), len(log.held))
+	}
+	// At the cap, a new tree waits for the acknowledgement, not for the
+	// deadline.
+	recsB := sampleRecords(t, rand.New(rand.NewPCG(6, 6)), [][]*topics.Sample{b}, 0)
+	for i := range recsB {
+		recsB[i].Offset += 3
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		log.release()
+	}()
+	start := time.Now()
+	for _, r := range recsB {
+		if err := p.Process(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("waited %s at the cap", waited)
+	}
+	if off, _ := p.CommitOffset(); off != 5 || len(p.open) != 0 {
+		t.Fatalf("acknowledged: commit %d, open %d", off, len(p.open))
+	}
+	got := log.trees(t)
+	if len(got) != 2 || got[0].TreeID != "ack-a" || got[1].TreeID != "ack-b" {
+		t.Fatalf("credited %d trees", len(got))
+	}
+	if v := value(s.m.DuplicateSamples); v != 1 {
+		t.Fatalf("duplicates %v", v)
 	}
 }
 
