@@ -45,6 +45,12 @@ type RuntimeConfig struct {
 	// prefix, so that deployments sharing a cluster never share groups).
 	GroupPrefix string
 	Logger      *slog.Logger
+	// MaxUnsettled bounds, per input of a stage with Concurrency > 1, the
+	// records handled or waiting for the brokers to acknowledge their
+	// outputs (default 256). Only Concurrency of them run the handler at
+	// once; the others wait for acknowledgements, so a handler slot is free
+	// again as soon as its handler returns.
+	MaxUnsettled int
 }
 
 // Runtime runs stages on Kafka: a Watermill router for stateless stages and
@@ -80,6 +86,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.MaxUnsettled <= 0 {
+		cfg.MaxUnsettled = 256
 	}
 	if cfg.GroupPrefix == "" {
 		cfg.GroupPrefix = cfg.Catalog.Prefix
@@ -149,8 +158,16 @@ func (rt *Runtime) AddStage(s Stage) error {
 		return errors.New("stage needs a name, inputs and a handler")
 	}
 	conc := max(s.Concurrency, 1)
+	// A sequential stage keeps its window of one (each record settled
+	// before the next); a concurrent one lets records wait for their
+	// outputs' acknowledgements outside the handler slots.
+	window := conc
+	if conc > 1 {
+		window = max(conc, rt.cfg.MaxUnsettled)
+	}
+	slots := make(chan struct{}, conc)
 	sub, err := NewSubscriber(SubscriberConfig{
-		Kafka: rt.cfg.Kafka, ConsumerGroup: rt.GroupID(s.Name), MaxInFlight: conc,
+		Kafka: rt.cfg.Kafka, ConsumerGroup: rt.GroupID(s.Name), MaxInFlight: window,
 		CloseTimeout: rt.cfg.ShutdownTimeout, CommitInterval: rt.cfg.Kafka.CommitInterval,
 		OnMessage: func(topic string, p int, off, hwm int64) {
 			rt.metrics.lag(s.Name, topic, p, off, hwm)
@@ -180,7 +197,13 @@ func (rt *Runtime) AddStage(s Stage) error {
 					d.settle(err)
 				}
 			}()
+			select {
+			case slots <- struct{}{}:
+			case <-msg.Context().Done():
+				return msg.Context().Err()
+			}
 			_, err = h(msg)
+			<-slots
 			return err
 		})
 		rt.handlers++

@@ -334,3 +334,47 @@ func stopMidStream(t *testing.T, brokers []string) {
 		}
 	}
 }
+
+// TestConcurrencyBoundsHandlersNotUnsettled: a stage runs at most
+// Concurrency handlers at once, and reaches that many, while more records
+// than that may wait for their outputs to be acknowledged.
+func TestConcurrencyBoundsHandlersNotUnsettled(t *testing.T) {
+	brokers := pipelinetest.Embedded(t)
+	cat := pipelinetest.Catalog(t, brokers, 2)
+	in, out := cat.Topic(topics.Prompts), cat.Topic(topics.Candidates)
+	const n, conc = 300, 3
+	recs := make([]pipeline.Out, n)
+	for i := range recs {
+		tree := "tree-" + strconv.Itoa(i)
+		recs[i] = pipeline.Out{Topic: in, Key: tree, Value: mustEncode(t, prompt(tree))}
+	}
+	pipelinetest.Produce(t, brokers, recs...)
+	var running, most atomic.Int64
+	h := passThrough(out)
+	stop := startRuntime(t, brokers, cat, "", func(rt *pipeline.Runtime) {
+		err := rt.AddStage(pipeline.Stage{Name: "pass", Inputs: []string{in}, Concurrency: conc,
+			Handler: func(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+				now := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+				}
+				time.Sleep(time.Millisecond)
+				return h(ctx, rec)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer func() { _ = stop() }()
+	got := pipelinetest.ReadN(t, brokers, out, n, 90*time.Second)
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[string(r.Key)] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("outputs for %d of %d inputs", len(seen), n)
+	}
+	if m := most.Load(); m != conc {
+		t.Fatalf("at most %d handlers ran at once, want %d", m, conc)
+	}
+}
