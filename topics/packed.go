@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	json "github.com/goccy/go-json"
 )
@@ -42,11 +43,28 @@ func (s *Float32s) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// littleEndian says whether this machine lays words out as the wire does,
+// so that a column's memory is its packed form and needs no conversion.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// words returns the memory of vs as bytes (little-endian machines only).
+func words[T int32 | float32](vs []T) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), 4*len(vs))
+}
+
 // pack encodes values as a quoted base64 string of little-endian words.
 func pack[T int32 | float32](vs []T, word func(T) uint32) []byte {
-	raw := make([]byte, 4*len(vs))
-	for i, v := range vs {
-		binary.LittleEndian.PutUint32(raw[4*i:], word(v))
+	var raw []byte
+	if littleEndian {
+		raw = words(vs)
+	} else {
+		raw = make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(raw[4*i:], word(v))
+		}
 	}
 	out := make([]byte, base64.StdEncoding.EncodedLen(len(raw))+2)
 	out[0] = '"'
@@ -71,7 +89,13 @@ func unpack[T int32 | float32](b []byte, kind string, value func(uint32) T) ([]T
 		return nil, fmt.Errorf("%s column: want a base64 string or an array, got %.20q", kind, b)
 	}
 	enc := b[1 : len(b)-1]
-	raw := make([]byte, base64.StdEncoding.DecodedLen(len(enc)))
+	out := make([]T, (base64.StdEncoding.DecodedLen(len(enc))+3)/4)
+	var raw []byte
+	if littleEndian {
+		raw = words(out)
+	} else {
+		raw = make([]byte, 4*len(out))
+	}
 	n, err := base64.StdEncoding.Decode(raw, enc)
 	if err != nil {
 		return nil, fmt.Errorf("%s column: base64: %w", kind, err)
@@ -79,9 +103,11 @@ func unpack[T int32 | float32](b []byte, kind string, value func(uint32) T) ([]T
 	if n%4 != 0 {
 		return nil, fmt.Errorf("%s column: %d bytes is not a whole number of 4-byte values", kind, n)
 	}
-	out := make([]T, n/4)
-	for i := range out {
-		out[i] = value(binary.LittleEndian.Uint32(raw[4*i:]))
+	out = out[:n/4]
+	if !littleEndian {
+		for i := range out {
+			out[i] = value(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
 	}
 	return out, nil
 }
