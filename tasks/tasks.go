@@ -276,14 +276,29 @@ type Getter interface {
 // FromTable turns a raw key-value reader into a Lookup: values are decoded
 // and validated as topics.Task records. notFound is the getter's error for
 // an unknown key (pipeline.ErrNotFound); it is reported as ErrNotFound.
-func FromTable(g Getter, notFound error) Lookup { return tableLookup{g: g, notFound: notFound} }
+// A value the getter returns again (the same bytes, as a cache does) is not
+// decoded again. Returned tasks are copies the caller may change.
+func FromTable(g Getter, notFound error) Lookup {
+	return &tableLookup{g: g, notFound: notFound, decoded: map[string]decodedTask{}}
+}
+
+// maxDecodedTasks bounds tableLookup's decoded tasks.
+const maxDecodedTasks = 4096
 
 type tableLookup struct {
 	g        Getter
 	notFound error
+	mu       sync.Mutex
+	decoded  map[string]decodedTask
 }
 
-func (l tableLookup) Task(ctx context.Context, id string) (*topics.Task, error) {
+// decodedTask is a task and the value it was decoded from.
+type decodedTask struct {
+	raw  []byte
+	task *topics.Task
+}
+
+func (l *tableLookup) Task(ctx context.Context, id string) (*topics.Task, error) {
 	b, err := l.g.Get(ctx, id)
 	if err != nil {
 		if l.notFound != nil && errors.Is(err, l.notFound) {
@@ -293,9 +308,28 @@ func (l tableLookup) Task(ctx context.Context, id string) (*topics.Task, error) 
 		// record until it can, never dead-letter it.
 		return nil, pipeline.Transient(fmt.Errorf("tasks: lookup %q: %w", id, err))
 	}
-	var t topics.Task
-	if err := topics.Decode(b, &t); err != nil {
-		return nil, fmt.Errorf("tasks: task %q on the tasks topic: %w", id, err)
+	l.mu.Lock()
+	d, ok := l.decoded[id]
+	l.mu.Unlock()
+	if !ok || !sameBytes(d.raw, b) {
+		var t topics.Task
+		if err := topics.Decode(b, &t); err != nil {
+			return nil, fmt.Errorf("tasks: task %q on the tasks topic: %w", id, err)
+		}
+		d = decodedTask{raw: b, task: &t}
+		l.mu.Lock()
+		if len(l.decoded) >= maxDecodedTasks {
+			clear(l.decoded)
+		}
+		l.decoded[id] = d
+		l.mu.Unlock()
 	}
-	return &t, nil
+	c := *d.task
+	c.Tests = append([]topics.TestCase(nil), d.task.Tests...)
+	return &c, nil
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -345,4 +345,33 @@ func TestFromTable(t *testing.T) {
 	if _, err := l.Task(context.Background(), "bad"); err == nil || errors.Is(err, ErrNotFound) {
 		t.Errorf("bad record: %v", err)
 	}
+	// A returned task is the caller's to change; a new value replaces it.
+	got, _ := l.Task(context.Background(), "a")
+	got.Prompt, got.Tests[0].Stdin = "changed", "changed"
+	if again, err := l.Task(context.Background(), "a"); err != nil || again.Prompt != "p" || again.Tests[0].Stdin != "1" {
+		t.Fatalf("after a caller changed its copy: %+v, %v", again, err)
+	}
+	good.Prompt = "p2"
+	b2, err := topics.Encode(&good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = FromTable(&swapGetter{vals: [][]byte{b, b2}}, errNoKey)
+	for _, want := range []string{"p", "p2"} {
+		if got, err := l.Task(context.Background(), "a"); err != nil || got.Prompt != want {
+			t.Fatalf("got %+v, %v; want prompt %q", got, err, want)
+		}
+	}
+}
+
+// swapGetter returns its values in turn, each a new slice.
+type swapGetter struct {
+	vals [][]byte
+	n    int
+}
+
+func (g *swapGetter) Get(context.Context, string) ([]byte, error) {
+	v := g.vals[min(g.n, len(g.vals)-1)]
+	g.n++
+	return append([]byte(nil), v...), nil
 }
