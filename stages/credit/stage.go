@@ -174,7 +174,13 @@ type processor struct {
 	mu      sync.Mutex
 	emitted []emission
 	acked   chan struct{}
+	unacked int // trees produced and not yet settled
 }
+
+// maxUnacked bounds a partition's trees produced and not yet acknowledged:
+// Process waits for acknowledgements beyond it, so encoded trees cannot
+// pile up in the producer while the partition races ahead.
+const maxUnacked = 64
 
 func newProcessor(s *Stage, partition int) *processor {
 	return &processor{
@@ -293,6 +299,14 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 	}
 	if ot.t.Complete() {
 		p.emit(ot)
+		for p.unacked >= maxUnacked {
+			select {
+			case <-p.acked:
+				p.logFailed(p.settle())
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 	}
 	return nil
 }
@@ -414,6 +428,7 @@ func (p *processor) emit(ot *openTree) {
 		},
 	}
 	ot.emitting, ot.pending = true, false
+	p.unacked++
 	p.s.prod.ProduceAsync([]pipeline.Out{out}, func(err error) {
 		e.err = err
 		p.mu.Lock()
@@ -439,6 +454,7 @@ func (p *processor) settle() error {
 	for _, e := range done {
 		ot := e.ot
 		ot.emitting = false
+		p.unacked--
 		if e.err != nil {
 			ot.pending = true
 			errs = append(errs, fmt.Errorf("credit: emit tree %s: %w", ot.t.ID(), e.err))

@@ -529,6 +529,60 @@ func TestUnacknowledgedEmissionHoldsTheWatermark(t *testing.T) {
 	}
 }
 
+func TestUnacknowledgedEmissionsAreBounded(t *testing.T) {
+	s, log := newTestStage(t, nil)
+	p := assigned(t, s, -1)
+	var trees [][]*topics.Sample
+	for i := 0; i < maxUnacked+6; i++ {
+		trees = append(trees, fullSamples(build("bound-"+strconv.Itoa(i), 1, []nb{{r: 1}, {r: 0}})))
+	}
+	var recs []pipeline.Record
+	for i, tr := range trees { // one tree after the other
+		for _, r := range sampleRecords(t, rand.New(rand.NewPCG(uint64(i), 7)), [][]*topics.Sample{tr}, 0) {
+			r.Offset = int64(len(recs))
+			recs = append(recs, r)
+		}
+	}
+	log.mu.Lock()
+	log.hold = true
+	log.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		for _, r := range recs {
+			if err := p.Process(context.Background(), r); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		log.mu.Lock()
+		n := len(log.held)
+		log.mu.Unlock()
+		if n == maxUnacked {
+			break
+		}
+		if n > maxUnacked || time.Now().After(deadline) {
+			t.Fatalf("%d trees produced unacknowledged, want the bound %d", n, maxUnacked)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Process went past the bound: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	log.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := p.CommitOffset(); off != int64(len(recs)) || len(log.trees(t)) != len(trees) {
+		t.Fatalf("commit %d of %d, %d trees of %d", off, len(recs), len(log.trees(t)), len(trees))
+	}
+}
+
 func TestStageRegistersMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	log := &memLog{topic: testCatalog.Topic(topics.Credited)}
