@@ -282,8 +282,9 @@ func FromTable(g Getter, notFound error) Lookup {
 	return &tableLookup{g: g, notFound: notFound, decoded: map[string]decodedTask{}}
 }
 
-// maxDecodedTasks bounds tableLookup's decoded tasks.
-const maxDecodedTasks = 4096
+// maxDecodedTasks bounds tableLookup's decoded tasks (each also keeps its
+// value alive): the tasks of the trees in flight.
+const maxDecodedTasks = 256
 
 type tableLookup struct {
 	g        Getter

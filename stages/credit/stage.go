@@ -282,6 +282,11 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		p.open[s.TreeID] = ot
 		p.gauge.Set(float64(len(p.open)))
 	}
+	if ot.emitting && !ot.t.Has(s.NodeID) {
+		// Closed at its deadline and being emitted: too late to join it.
+		p.s.m.LateSamples.Inc()
+		return nil
+	}
 	if ot.t.Len() >= p.s.cfg.MaxTreeNodes && !ot.t.Has(s.NodeID) {
 		return pipeline.Poison("tree_too_large", fmt.Errorf("credit: tree %s already has %d nodes (max_tree_nodes)", s.TreeID, ot.t.Len()))
 	}

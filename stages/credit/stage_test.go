@@ -374,6 +374,39 @@ func TestStuckTreesCloseAtTheirDeadline(t *testing.T) {
 	}
 }
 
+func TestStragglerDuringFlaggedEmissionIsLate(t *testing.T) {
+	s, log := newTestStage(t, func(c *Config) { c.Deadline = time.Minute; c.Incomplete = IncompleteFlag })
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return clock }
+	samples := fullSamples(build("late", 2, []nb{{r: 0, kids: []nb{{r: 1}, {r: 0}}}, {r: 1}}))
+	recs := sampleRecords(t, rand.New(rand.NewPCG(9, 9)), [][]*topics.Sample{samples[:3]}, 0)
+	p := assigned(t, s, -1)
+	ctx := context.Background()
+	for _, r := range recs {
+		if err := p.Process(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.hold = true
+	if err := p.Tick(ctx, clock.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := topics.Encode(samples[3])
+	if err := p.Process(ctx, pipeline.Record{Offset: 3, Key: []byte("late"), Value: b}); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(s.m.LateSamples); v != 1 {
+		t.Fatalf("late samples %v, want 1", v)
+	}
+	log.release()
+	if off, _ := p.CommitOffset(); off != 4 || len(p.open) != 0 {
+		t.Fatalf("commit %d, open %d", off, len(p.open))
+	}
+	if got := log.trees(t); len(got) != 1 || !got[0].Incomplete || len(got[0].Samples) != 3 {
+		t.Fatalf("flagged tree: %+v", got)
+	}
+}
+
 func TestOpenTreeCapAppliesBackpressure(t *testing.T) {
 	s, log := newTestStage(t, func(c *Config) {
 		c.MaxOpenTrees = 2
