@@ -46,105 +46,99 @@ func (p *holdProc) Close(context.Context) error { return nil }
 // callbacks and that a restarted consumer resumes at the offset the stage
 // chose (a low watermark), not after the last record.
 func TestPartitionStageCommitsChosenOffset(t *testing.T) {
-	for _, broker := range []struct {
-		name    string
-		brokers func(t testing.TB) []string
-	}{{"embedded", pipelinetest.Embedded}, {"kafka", pipelinetest.Brokers}} {
-		t.Run(broker.name, func(t *testing.T) {
-			brokers := broker.brokers(t)
-			cat := pipelinetest.Catalog(t, brokers, 2)
-			in := cat.Topic(topics.Samples)
-			// Partition of each key under murmur2 is fixed; produce to both.
-			var outs []pipeline.Out
-			for _, k := range []string{"a", "b", "c", "d", "hold-1", "e", "f", "g", "h", "i"} {
-				outs = append(outs, pipeline.Out{Topic: in, Key: k, Value: []byte(k)})
-			}
-			pipelinetest.Produce(t, brokers, outs...)
+	pipelinetest.OnEachBroker(t, func(t *testing.T, brokers []string) {
+		cat := pipelinetest.Catalog(t, brokers, 2)
+		in := cat.Topic(topics.Samples)
+		// Partition of each key under murmur2 is fixed; produce to both.
+		var outs []pipeline.Out
+		for _, k := range []string{"a", "b", "c", "d", "hold-1", "e", "f", "g", "h", "i"} {
+			outs = append(outs, pipeline.Out{Topic: in, Key: k, Value: []byte(k)})
+		}
+		pipelinetest.Produce(t, brokers, outs...)
 
-			run := func(want int) (seen []pipeline.Record, assigned, revoked []pipeline.Assignment) {
-				var mu sync.Mutex
-				stop := startRuntime(t, brokers, cat, "", func(rt *pipeline.Runtime) {
-					err := rt.AddPartitionStage(pipeline.PartitionStage{
-						Name: "hold", Input: in, TickInterval: 50 * time.Millisecond,
-						Assigned: func(_ context.Context, a pipeline.Assignment) (pipeline.PartitionProcessor, error) {
-							mu.Lock()
-							defer mu.Unlock()
-							assigned = append(assigned, a)
-							return &holdProc{mu: &mu, seen: &seen}, nil
-						},
-						Revoked: func(a pipeline.Assignment) {
-							mu.Lock()
-							defer mu.Unlock()
-							revoked = append(revoked, a)
-						},
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
+		run := func(want int) (seen []pipeline.Record, assigned, revoked []pipeline.Assignment) {
+			var mu sync.Mutex
+			stop := startRuntime(t, brokers, cat, "", func(rt *pipeline.Runtime) {
+				err := rt.AddPartitionStage(pipeline.PartitionStage{
+					Name: "hold", Input: in, TickInterval: 50 * time.Millisecond,
+					Assigned: func(_ context.Context, a pipeline.Assignment) (pipeline.PartitionProcessor, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						assigned = append(assigned, a)
+						return &holdProc{mu: &mu, seen: &seen}, nil
+					},
+					Revoked: func(a pipeline.Assignment) {
+						mu.Lock()
+						defer mu.Unlock()
+						revoked = append(revoked, a)
+					},
 				})
-				deadline := time.Now().Add(60 * time.Second)
-				for {
-					mu.Lock()
-					n := len(seen)
-					mu.Unlock()
-					if n >= want {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("saw %d records, want %d", n, want)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				time.Sleep(300 * time.Millisecond) // a few ticks: commits
-				if err := stop(); err != nil {
+				if err != nil {
 					t.Fatal(err)
 				}
+			})
+			deadline := time.Now().Add(60 * time.Second)
+			for {
 				mu.Lock()
-				defer mu.Unlock()
-				return seen, assigned, revoked
+				n := len(seen)
+				mu.Unlock()
+				if n >= want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("saw %d records, want %d", n, want)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
-			first, assigned, revoked := run(len(outs))
-			if len(first) != len(outs) {
-				t.Fatalf("first run saw %d records, want %d", len(first), len(outs))
+			time.Sleep(300 * time.Millisecond) // a few ticks: commits
+			if err := stop(); err != nil {
+				t.Fatal(err)
 			}
-			if len(assigned) != 2 || len(revoked) != 2 {
-				t.Fatalf("assigned %v, revoked %v: want both partitions each", assigned, revoked)
+			mu.Lock()
+			defer mu.Unlock()
+			return seen, assigned, revoked
+		}
+		first, assigned, revoked := run(len(outs))
+		if len(first) != len(outs) {
+			t.Fatalf("first run saw %d records, want %d", len(first), len(outs))
+		}
+		if len(assigned) != 2 || len(revoked) != 2 {
+			t.Fatalf("assigned %v, revoked %v: want both partitions each", assigned, revoked)
+		}
+		for _, a := range assigned {
+			if a.Committed != -1 {
+				t.Errorf("fresh group: committed = %d, want -1", a.Committed)
 			}
-			for _, a := range assigned {
-				if a.Committed != -1 {
-					t.Errorf("fresh group: committed = %d, want -1", a.Committed)
+		}
+		// The held record's partition restarts at the held record; the
+		// other partition has nothing left.
+		var heldPart int
+		var afterHeld []string
+		held := false
+		for _, r := range first {
+			if string(r.Key) == "hold-1" {
+				heldPart, held = r.Partition, true
+			}
+		}
+		for _, r := range first {
+			if r.Partition == heldPart && held {
+				if string(r.Key) == "hold-1" || len(afterHeld) > 0 {
+					afterHeld = append(afterHeld, string(r.Key))
 				}
 			}
-			// The held record's partition restarts at the held record; the
-			// other partition has nothing left.
-			var heldPart int
-			var afterHeld []string
-			held := false
-			for _, r := range first {
-				if string(r.Key) == "hold-1" {
-					heldPart, held = r.Partition, true
-				}
+		}
+		second, _, _ := run(len(afterHeld))
+		var got []string
+		for _, r := range second {
+			got = append(got, string(r.Key))
+		}
+		if len(got) != len(afterHeld) {
+			t.Fatalf("restart replayed %v, want exactly %v", got, afterHeld)
+		}
+		for i := range got {
+			if got[i] != afterHeld[i] {
+				t.Fatalf("restart replayed %v, want %v", got, afterHeld)
 			}
-			for _, r := range first {
-				if r.Partition == heldPart && held {
-					if string(r.Key) == "hold-1" || len(afterHeld) > 0 {
-						afterHeld = append(afterHeld, string(r.Key))
-					}
-				}
-			}
-			second, _, _ := run(len(afterHeld))
-			var got []string
-			for _, r := range second {
-				got = append(got, string(r.Key))
-			}
-			if len(got) != len(afterHeld) {
-				t.Fatalf("restart replayed %v, want exactly %v", got, afterHeld)
-			}
-			for i := range got {
-				if got[i] != afterHeld[i] {
-					t.Fatalf("restart replayed %v, want %v", got, afterHeld)
-				}
-			}
-		})
-	}
+		}
+	})
 }

@@ -76,87 +76,81 @@ func startRuntime(t *testing.T, brokers []string, cat topics.Catalog, addr strin
 // good ones: each bad one lands in the DLQ with a reason and the original
 // bytes; every good one is processed.
 func TestBadInputGoesToDLQ(t *testing.T) {
-	for _, broker := range []struct {
-		name    string
-		brokers func(t testing.TB) []string
-	}{{"embedded", pipelinetest.Embedded}, {"kafka", pipelinetest.Brokers}} {
-		t.Run(broker.name, func(t *testing.T) {
-			brokers := broker.brokers(t)
-			cat := pipelinetest.Catalog(t, brokers, 3)
-			in, out := cat.Topic(topics.Prompts), cat.Topic(topics.Candidates)
-			var panicked atomic.Bool
-			h := passThrough(out)
-			stop := startRuntime(t, brokers, cat, "", func(rt *pipeline.Runtime) {
-				if err := rt.AddStage(pipeline.Stage{Name: "pass", Inputs: []string{in}, Concurrency: 4,
-					Handler: func(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
-						if string(rec.Key) == "boom" {
-							panicked.Store(true)
-							panic("handler bug")
-						}
-						return h(ctx, rec)
-					}}); err != nil {
-					t.Fatal(err)
-				}
-			})
-			unknownVersion := prompt("tree-v")
-			unknownVersion.SchemaVersion = 42
-			uv, _ := json.Marshal(unknownVersion)
-			missing := prompt("tree-m")
-			missing.TaskID = ""
-			mf, _ := json.Marshal(missing)
-			oversized := bytes.Repeat([]byte("x"), topics.MaxRecordBytes+1)
-			bad := map[string][]byte{
-				"garbage":  []byte("\x00\x01not a record"),
-				"version":  uv,
-				"missing":  mf,
-				"oversize": oversized,
-				"boom":     mustEncode(t, prompt("boom")),
-			}
-			var outs []pipeline.Out
-			for i := 0; i < 20; i++ {
-				tree := "good-" + string(rune('a'+i))
-				outs = append(outs, pipeline.Out{Topic: in, Key: tree, Value: mustEncode(t, prompt(tree))})
-			}
-			for k, v := range bad {
-				outs = append(outs, pipeline.Out{Topic: in, Key: k, Value: v})
-			}
-			pipelinetest.Produce(t, brokers, outs...)
-
-			good := pipelinetest.ReadN(t, brokers, out, 20, 90*time.Second)
-			dlq := pipelinetest.ReadN(t, brokers, cat.Topic(topics.DLQ), len(bad), 90*time.Second)
-			if err := stop(); err != nil {
-				t.Fatalf("shutdown: %v", err)
-			}
-			if len(good) != 20 {
-				t.Errorf("good records out = %d, want 20", len(good))
-			}
-			wantReason := map[string]string{"garbage": "malformed", "version": "unknown_schema_version",
-				"missing": "missing_field", "oversize": "oversized", "boom": "panic"}
-			for _, r := range dlq {
-				var dl topics.DeadLetter
-				if err := topics.Decode(r.Value, &dl); err != nil {
-					t.Fatalf("DLQ record does not decode: %v", err)
-				}
-				key := string(dl.Key)
-				if !strings.HasPrefix(dl.Reason, wantReason[key]) {
-					t.Errorf("%s: reason %q, want prefix %q", key, dl.Reason, wantReason[key])
-				}
-				if dl.SourceTopic != in || dl.Stage != "pass" || dl.Offset < 0 {
-					t.Errorf("%s: coordinates %+v", key, dl)
-				}
-				if key != "oversize" && !bytes.Equal(dl.Value, bad[key]) {
-					t.Errorf("%s: original bytes not kept", key)
-				}
-				delete(wantReason, key)
-			}
-			if len(wantReason) != 0 {
-				t.Errorf("not dead-lettered: %v", wantReason)
-			}
-			if !panicked.Load() {
-				t.Error("panic path not exercised")
+	pipelinetest.OnEachBroker(t, func(t *testing.T, brokers []string) {
+		cat := pipelinetest.Catalog(t, brokers, 3)
+		in, out := cat.Topic(topics.Prompts), cat.Topic(topics.Candidates)
+		var panicked atomic.Bool
+		h := passThrough(out)
+		stop := startRuntime(t, brokers, cat, "", func(rt *pipeline.Runtime) {
+			if err := rt.AddStage(pipeline.Stage{Name: "pass", Inputs: []string{in}, Concurrency: 4,
+				Handler: func(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+					if string(rec.Key) == "boom" {
+						panicked.Store(true)
+						panic("handler bug")
+					}
+					return h(ctx, rec)
+				}}); err != nil {
+				t.Fatal(err)
 			}
 		})
-	}
+		unknownVersion := prompt("tree-v")
+		unknownVersion.SchemaVersion = 42
+		uv, _ := json.Marshal(unknownVersion)
+		missing := prompt("tree-m")
+		missing.TaskID = ""
+		mf, _ := json.Marshal(missing)
+		oversized := bytes.Repeat([]byte("x"), topics.MaxRecordBytes+1)
+		bad := map[string][]byte{
+			"garbage":  []byte("\x00\x01not a record"),
+			"version":  uv,
+			"missing":  mf,
+			"oversize": oversized,
+			"boom":     mustEncode(t, prompt("boom")),
+		}
+		var outs []pipeline.Out
+		for i := 0; i < 20; i++ {
+			tree := "good-" + string(rune('a'+i))
+			outs = append(outs, pipeline.Out{Topic: in, Key: tree, Value: mustEncode(t, prompt(tree))})
+		}
+		for k, v := range bad {
+			outs = append(outs, pipeline.Out{Topic: in, Key: k, Value: v})
+		}
+		pipelinetest.Produce(t, brokers, outs...)
+
+		good := pipelinetest.ReadN(t, brokers, out, 20, 90*time.Second)
+		dlq := pipelinetest.ReadN(t, brokers, cat.Topic(topics.DLQ), len(bad), 90*time.Second)
+		if err := stop(); err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+		if len(good) != 20 {
+			t.Errorf("good records out = %d, want 20", len(good))
+		}
+		wantReason := map[string]string{"garbage": "malformed", "version": "unknown_schema_version",
+			"missing": "missing_field", "oversize": "oversized", "boom": "panic"}
+		for _, r := range dlq {
+			var dl topics.DeadLetter
+			if err := topics.Decode(r.Value, &dl); err != nil {
+				t.Fatalf("DLQ record does not decode: %v", err)
+			}
+			key := string(dl.Key)
+			if !strings.HasPrefix(dl.Reason, wantReason[key]) {
+				t.Errorf("%s: reason %q, want prefix %q", key, dl.Reason, wantReason[key])
+			}
+			if dl.SourceTopic != in || dl.Stage != "pass" || dl.Offset < 0 {
+				t.Errorf("%s: coordinates %+v", key, dl)
+			}
+			if key != "oversize" && !bytes.Equal(dl.Value, bad[key]) {
+				t.Errorf("%s: original bytes not kept", key)
+			}
+			delete(wantReason, key)
+		}
+		if len(wantReason) != 0 {
+			t.Errorf("not dead-lettered: %v", wantReason)
+		}
+		if !panicked.Load() {
+			t.Error("panic path not exercised")
+		}
+	})
 }
 
 // TestHealthAndMetrics checks /healthz, /readyz and /metrics.
@@ -269,12 +263,7 @@ func TestEnsureTopicsWaitsForBroker(t *testing.T) {
 // being written, deliveries buffered) is prompt and loses nothing: after a
 // restart every input has its output (at least once).
 func TestStopMidStreamLosesNothing(t *testing.T) {
-	for _, broker := range []struct {
-		name    string
-		brokers func(t testing.TB) []string
-	}{{"embedded", pipelinetest.Embedded}, {"kafka", pipelinetest.Brokers}} {
-		t.Run(broker.name, func(t *testing.T) { stopMidStream(t, broker.brokers(t)) })
-	}
+	pipelinetest.OnEachBroker(t, stopMidStream)
 }
 
 func stopMidStream(t *testing.T, brokers []string) {

@@ -134,3 +134,15 @@ func ReadAll(ctx context.Context, brokers []string, topic string, n int, timeout
 	}
 	return recs, nil
 }
+
+// OnEachBroker runs fn as two subtests: on an embedded broker, and on the
+// real broker ("kafka", skipped when MURPHY_KAFKA_BROKERS is unset).
+func OnEachBroker(t *testing.T, fn func(t *testing.T, brokers []string)) {
+	t.Helper()
+	for _, b := range []struct {
+		name    string
+		brokers func(t testing.TB) []string
+	}{{"embedded", Embedded}, {"kafka", Brokers}} {
+		t.Run(b.name, func(t *testing.T) { fn(t, b.brokers(t)) })
+	}
+}
