@@ -202,8 +202,10 @@ func (rt *Runtime) AddStage(s Stage) error {
 			case <-msg.Context().Done():
 				return msg.Context().Err()
 			}
-			_, err = h(msg)
-			<-slots
+			func() {
+				defer func() { <-slots }()
+				_, err = h(msg)
+			}()
 			return err
 		})
 		rt.handlers++
