@@ -332,8 +332,8 @@ func blocksNonEmpty(ls []srcLine) bool {
 
 // mutate applies mutation m to src at a random applicable place. It reports
 // false when m does not apply to src.
-func mutate(src string, m Mutation, entryPoint string, r *rand.Rand) (string, bool) {
-	a := analyse(src, m, entryPoint)
+func (mu *mutator) mutate(src string, m Mutation, entryPoint string, r *rand.Rand) (string, bool) {
+	a := mu.analyse(src, m, entryPoint)
 	if m == MissingEdgeCase {
 		if len(a.variants) == 0 {
 			return "", false
@@ -367,19 +367,22 @@ type analysisKey struct {
 	entryPoint string
 }
 
-// analysisCacheSize bounds the cache; it is emptied when full.
+// analysisCacheSize bounds a mutator's cache; it is emptied when full.
 const analysisCacheSize = 4096
 
-var analyses = struct {
-	sync.Mutex
-	m map[analysisKey]*analysis
-}{m: map[analysisKey]*analysis{}}
+// mutator mutates programs, remembering each source's analysis.
+type mutator struct {
+	mu       sync.Mutex
+	analyses map[analysisKey]*analysis
+}
 
-func analyse(src string, m Mutation, entryPoint string) *analysis {
+func newMutator() *mutator { return &mutator{analyses: map[analysisKey]*analysis{}} }
+
+func (mu *mutator) analyse(src string, m Mutation, entryPoint string) *analysis {
 	k := analysisKey{src, m, entryPoint}
-	analyses.Lock()
-	a := analyses.m[k]
-	analyses.Unlock()
+	mu.mu.Lock()
+	a := mu.analyses[k]
+	mu.mu.Unlock()
 	if a != nil {
 		return a
 	}
@@ -400,12 +403,12 @@ func analyse(src string, m Mutation, entryPoint string) *analysis {
 		// Sort for determinism: map iteration order feeds WrongName sites.
 		sortSites(a.sites)
 	}
-	analyses.Lock()
-	if len(analyses.m) >= analysisCacheSize {
-		clear(analyses.m)
+	mu.mu.Lock()
+	if len(mu.analyses) >= analysisCacheSize {
+		clear(mu.analyses)
 	}
-	analyses.m[k] = a
-	analyses.Unlock()
+	mu.analyses[k] = a
+	mu.mu.Unlock()
 	return a
 }
 

@@ -115,10 +115,14 @@ func TestMutations(t *testing.T) {
 	for _, m := range append(append([]Mutation{}, PlausibleMutations...), BrokenMutations...) {
 		t.Run(string(m), func(t *testing.T) {
 			seen := map[string]bool{}
+			shared := newMutator() // its remembered analysis gives what a fresh one does
 			for seed := uint64(0); seed < 20; seed++ {
-				out, ok := mutate(refProgram, m, "below_zero", rand.New(rand.NewPCG(seed, 1)))
+				out, ok := newMutator().mutate(refProgram, m, "below_zero", rand.New(rand.NewPCG(seed, 1)))
 				if !ok {
 					t.Fatalf("%s does not apply", m)
+				}
+				if again, _ := shared.mutate(refProgram, m, "below_zero", rand.New(rand.NewPCG(seed, 1))); again != out {
+					t.Fatalf("seed %d: a mutator that analysed the source before gives another mutant", seed)
 				}
 				if out == refProgram {
 					t.Fatal("mutant equals the reference")
@@ -136,11 +140,11 @@ func TestMutations(t *testing.T) {
 		})
 	}
 	// A guard with an else branch is not a droppable edge case.
-	if _, ok := mutate("def f(x):\n    if x:\n        return 1\n    else:\n        return 2\n", MissingEdgeCase, "f", rand.New(rand.NewPCG(1, 1))); ok {
+	if _, ok := newMutator().mutate("def f(x):\n    if x:\n        return 1\n    else:\n        return 2\n", MissingEdgeCase, "f", rand.New(rand.NewPCG(1, 1))); ok {
 		t.Fatal("dropped an if with an else")
 	}
 	// Dropping the only statement of a body is not allowed.
-	if _, ok := mutate("def f(x):\n    if x: return 1\n", MissingEdgeCase, "f", rand.New(rand.NewPCG(1, 1))); ok {
+	if _, ok := newMutator().mutate("def f(x):\n    if x: return 1\n", MissingEdgeCase, "f", rand.New(rand.NewPCG(1, 1))); ok {
 		t.Fatal("emptied a function body")
 	}
 }

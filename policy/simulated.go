@@ -90,6 +90,7 @@ func (c SimulatedConfig) Validate() error {
 // the simple tokenizer (Tokenize); logprobs are synthetic.
 type Simulated struct {
 	cfg SimulatedConfig
+	mut *mutator
 }
 
 // NewSimulated validates cfg and returns the simulated policy.
@@ -97,7 +98,7 @@ func NewSimulated(cfg SimulatedConfig) (*Simulated, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Simulated{cfg: cfg}, nil
+	return &Simulated{cfg: cfg, mut: newMutator()}, nil
 }
 
 // Name implements Policy.
@@ -177,14 +178,14 @@ func (s *Simulated) Choose(p *topics.Prompt, task *topics.Task, nodeID string) (
 		family = BrokenMutations
 	}
 	for _, k := range r.Perm(len(family)) {
-		if code, ok := mutate(ref, family[k], task.EntryPoint, r); ok {
+		if code, ok := s.mut.mutate(ref, family[k], task.EntryPoint, r); ok {
 			o.Mutation = family[k]
 			return o, code
 		}
 	}
 	// No mutation applies to this reference: misspell the entry point or
 	// fall back to a stub.
-	if code, ok := mutate(ref, WrongName, task.EntryPoint, r); ok {
+	if code, ok := s.mut.mutate(ref, WrongName, task.EntryPoint, r); ok {
 		o.Mutation = WrongName
 		return o, code
 	}
