@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -134,6 +135,14 @@ func (c Config) SandboxBound() int {
 		return w * c.Execute.Sandbox.SlotMemoryMB
 	}
 	return w * (c.Execute.Sandbox.Limits.MemoryMB + 128)
+}
+
+// labelSide labels the goroutines this one starts from now on with
+// side=name in CPU profiles (murphy bench --cpuprofile); the returned func
+// puts back ctx's labels.
+func labelSide(ctx context.Context, name string) (restore func()) {
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", name)))
+	return func() { pprof.SetGoroutineLabels(ctx) }
 }
 
 // BenchEmitMaxAge is emit's batch age in the benchmarks (--emit-max-age).

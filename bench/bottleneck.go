@@ -144,6 +144,7 @@ func readExecutions(ctx context.Context, b *Broker, cat topics.Catalog) ([]topic
 // statuses in candidate order, the sum of evaluation times and the wall
 // time.
 func evaluateAll(ctx context.Context, eval *execute.Evaluator, workers int, tasks map[string]*topics.Task, cands []topics.Candidate) ([]string, time.Duration, time.Duration, error) {
+	defer labelSide(ctx, "standalone")()
 	statuses := make([]string, len(cands))
 	durations := make([]time.Duration, len(cands))
 	next := make(chan int)

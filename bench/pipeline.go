@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,9 +133,7 @@ type executeWith struct {
 // one runtime, exactly as `murphy run` wires them except for the execute
 // stage's runner, until every tree is in a batch.
 func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, ex executeWith, ts []topics.Task, sub generate.SubmitConfig, logw io.Writer) (Run, error) {
-	// Goroutines started here carry the label in CPU profiles.
-	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "pipeline")))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer labelSide(ctx, "pipeline")()
 	ctx, cancel := context.WithTimeout(ctx, c.RunTimeout)
 	defer cancel()
 	prod := pipeline.NewProducer(b.Kafka)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -289,9 +288,7 @@ func (p *plan) hops(cat topics.Catalog) []hop {
 // runRaw runs the raw hops over the plan's root prompts until every batch
 // is on the raw batches topic.
 func runRaw(ctx context.Context, b *Broker, cat topics.Catalog, p *plan, timeout time.Duration) (Run, error) {
-	// Goroutines started here carry the label in CPU profiles.
-	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "raw")))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer labelSide(ctx, "raw")()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	w := rawWriter(b.Kafka.Brokers)

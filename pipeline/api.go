@@ -34,8 +34,9 @@ type Out struct {
 
 // Handler processes one record of a stateless stage. The returned records are
 // produced (acks=all) and acknowledged before the input's offset may be
-// committed (the handler returns first; the record counts against the
-// stage's Concurrency until then), and a failed write redelivers the input.
+// committed (the handler returns first, freeing its Concurrency slot; the
+// record counts against RuntimeConfig.MaxUnsettled until then), and a
+// failed write redelivers the input.
 // A poison error (see IsPoison) sends the input to the DLQ; a transient one
 // (IsTransient) is retried with backoff and then redelivered; any other
 // error is retried with backoff and, when retries are exhausted,

@@ -148,8 +148,8 @@ func request(outs []Out) *produceReq {
 	return r
 }
 
-// enqueue hands r to the write loops; false means the producer is closed
-// (or ctx ended first) and r was not queued.
+// enqueue hands r to the write loops; an error means the producer is
+// closed (or ctx ended first) and r was not queued.
 func (p *kafkaProducer) enqueue(ctx context.Context, r *produceReq) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
