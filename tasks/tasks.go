@@ -255,9 +255,14 @@ func (m *Memory) Task(_ context.Context, id string) (*topics.Task, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
+	return copyTask(t), nil
+}
+
+// copyTask is a copy of t the caller may change.
+func copyTask(t *topics.Task) *topics.Task {
 	c := *t
 	c.Tests = append([]topics.TestCase(nil), t.Tests...)
-	return &c, nil
+	return &c
 }
 
 // Len is the number of tasks.
@@ -325,9 +330,7 @@ func (l *tableLookup) Task(ctx context.Context, id string) (*topics.Task, error)
 		l.decoded[id] = d
 		l.mu.Unlock()
 	}
-	c := *d.task
-	c.Tests = append([]topics.TestCase(nil), d.task.Tests...)
-	return &c, nil
+	return copyTask(d.task), nil
 }
 
 // sameBytes reports whether a and b are the same bytes in memory.
