@@ -127,3 +127,41 @@ func TestVersion1RecordIsUpgraded(t *testing.T) {
 		t.Fatalf("version %d: %v", SchemaVersion+1, err)
 	}
 }
+
+// The packed form is the standard library's base64 of the little-endian
+// words, byte for byte, at every length around the SIMD block sizes, and
+// a column the standard library refuses is refused.
+func TestPackedColumnsAgreeWithStandardBase64(t *testing.T) {
+	for n := range 200 {
+		vs := make(Int32s, n)
+		raw := make([]byte, 4*n)
+		for i := range vs {
+			vs[i] = int32(uint32(i)*2654435761 ^ uint32(n))
+			binary.LittleEndian.PutUint32(raw[4*i:], uint32(vs[i]))
+		}
+		want := `"` + base64.StdEncoding.EncodeToString(raw) + `"`
+		got, err := vs.MarshalJSON()
+		if err != nil || string(got) != want {
+			t.Fatalf("%d values: packed %.40s, want %.40s (%v)", n, got, want, err)
+		}
+		var back Int32s
+		if err := back.UnmarshalJSON(got); err != nil || !reflect.DeepEqual([]int32(back), []int32(vs)) && n > 0 {
+			t.Fatalf("%d values: round trip %v", n, err)
+		}
+		if n == 0 {
+			continue
+		}
+		// Corrupt one character at a time: whatever the standard decoder
+		// refuses must be refused.
+		enc := []byte(base64.StdEncoding.EncodeToString(raw))
+		for _, pos := range []int{0, len(enc) / 2, len(enc) - 1} {
+			bad := append([]byte(nil), enc...)
+			bad[pos] = '*'
+			_, stdErr := base64.StdEncoding.DecodeString(string(bad))
+			var v Int32s
+			if err := v.UnmarshalJSON([]byte(`"` + string(bad) + `"`)); (err == nil) != (stdErr == nil) {
+				t.Fatalf("%d values, '*' at %d: error %v, standard library %v", n, pos, err, stdErr)
+			}
+		}
+	}
+}
