@@ -67,6 +67,7 @@ type Runtime struct {
 	router    *message.Router
 	parts     []PartitionStage
 	handlers  int
+	pools     []*handlerPool
 
 	ready    atomic.Bool
 	failOnce sync.Once
@@ -165,7 +166,8 @@ func (rt *Runtime) AddStage(s Stage) error {
 	if conc > 1 {
 		window = max(conc, rt.cfg.MaxUnsettled)
 	}
-	slots := make(chan struct{}, conc)
+	pool := newHandlerPool(conc)
+	rt.pools = append(rt.pools, pool)
 	sub, err := NewSubscriber(SubscriberConfig{
 		Kafka: rt.cfg.Kafka, ConsumerGroup: rt.GroupID(s.Name), MaxInFlight: window,
 		CloseTimeout: rt.cfg.ShutdownTimeout, CommitInterval: rt.cfg.Kafka.CommitInterval,
@@ -197,16 +199,7 @@ func (rt *Runtime) AddStage(s Stage) error {
 					d.settle(err)
 				}
 			}()
-			select {
-			case slots <- struct{}{}:
-			case <-msg.Context().Done():
-				return msg.Context().Err()
-			}
-			func() {
-				defer func() { <-slots }()
-				_, err = h(msg)
-			}()
-			return err
+			return pool.run(msg, h)
 		})
 		rt.handlers++
 	}
@@ -298,6 +291,11 @@ func (rt *Runtime) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, len(rt.parts)+1)
+	stopPools := make(chan struct{})
+	defer close(stopPools)
+	for _, p := range rt.pools {
+		p.start(stopPools)
+	}
 	if rt.handlers > 0 {
 		wg.Add(1)
 		go func() {
@@ -368,4 +366,74 @@ func (rt *Runtime) serveHTTP() (*http.Server, error) {
 	go func() { _ = srv.Serve(ln) }()
 	rt.log.Info("serving metrics and health", "addr", ln.Addr().String())
 	return srv, nil
+}
+
+// handlerPool runs a stage's handler chain on Concurrency long-lived
+// goroutines. Watermill starts a goroutine per record; the chain (decoding
+// and encoding whole records) needs a deep stack, and growing a fresh
+// goroutine's stack to it, record after record, cost about a tenth of the
+// pipeline's CPU. The pool's workers keep their stacks, and their number
+// bounds the handlers running at once.
+type handlerPool struct {
+	size int
+	jobs chan *handlerJob
+	stop <-chan struct{}
+}
+
+type handlerJob struct {
+	msg      *message.Message
+	h        message.HandlerFunc
+	err      error
+	panicked any
+	done     chan struct{}
+}
+
+func newHandlerPool(size int) *handlerPool {
+	return &handlerPool{size: size, jobs: make(chan *handlerJob)}
+}
+
+// start starts the workers; they stop when stop is closed.
+func (p *handlerPool) start(stop <-chan struct{}) {
+	p.stop = stop
+	for range p.size {
+		go func() {
+			for {
+				select {
+				case j := <-p.jobs:
+					j.run()
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (j *handlerJob) run() {
+	defer close(j.done)
+	defer func() {
+		// A panic is handed back to the record's own goroutine, which
+		// settles the record and re-raises it there.
+		if v := recover(); v != nil {
+			j.panicked = v
+		}
+	}()
+	_, j.err = j.h(j.msg)
+}
+
+// run runs h on msg on a worker, waiting for a free one.
+func (p *handlerPool) run(msg *message.Message, h message.HandlerFunc) error {
+	j := &handlerJob{msg: msg, h: h, done: make(chan struct{})}
+	select {
+	case p.jobs <- j:
+	case <-msg.Context().Done():
+		return msg.Context().Err()
+	case <-p.stop:
+		return errors.New("runtime stopped")
+	}
+	<-j.done
+	if j.panicked != nil {
+		panic(j.panicked)
+	}
+	return j.err
 }
