@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -72,17 +73,37 @@ func (s *slots) releaseLocked() {
 // or expired (no prompt for TreeTTL). Root prompts of new trees wait while
 // the cap is reached; refinements and replays of admitted trees never wait.
 type admission struct {
-	max     int
-	ttl     time.Duration
-	now     func() time.Time
-	mu      sync.Mutex
-	trees   map[string]time.Time // tree id → last prompt
-	changed chan struct{}        // closed and replaced when a slot frees
+	max   int
+	ttl   time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	trees map[string]*list.Element // tree id → its entry in byLast
+	// byLast holds the trees' inFlight entries, least recently prompted
+	// first, so that expiry looks only at the trees it expires.
+	byLast  *list.List
+	changed chan struct{} // closed and replaced when a slot frees
 	onSize  func(int)
 }
 
+type inFlight struct {
+	tree string
+	last time.Time // last prompt
+}
+
 func newAdmission(max int, ttl time.Duration, now func() time.Time, onSize func(int)) *admission {
-	return &admission{max: max, ttl: ttl, now: now, trees: map[string]time.Time{}, changed: make(chan struct{}), onSize: onSize}
+	return &admission{max: max, ttl: ttl, now: now, trees: map[string]*list.Element{}, byLast: list.New(),
+		changed: make(chan struct{}), onSize: onSize}
+}
+
+// markLocked records a prompt of tree at now.
+func (a *admission) markLocked(tree string, now time.Time) {
+	if e, ok := a.trees[tree]; ok {
+		e.Value.(*inFlight).last = now
+		a.byLast.MoveToBack(e)
+	} else {
+		a.trees[tree] = a.byLast.PushBack(&inFlight{tree: tree, last: now})
+	}
+	a.onSize(len(a.trees))
 }
 
 // admit blocks until tree may start. A tree already in flight is admitted
@@ -94,8 +115,7 @@ func (a *admission) admit(ctx context.Context, tree string, onWait func()) error
 		now := a.now()
 		a.expireLocked(now)
 		if _, ok := a.trees[tree]; ok || a.max == 0 || len(a.trees) < a.max {
-			a.trees[tree] = now
-			a.onSize(len(a.trees))
+			a.markLocked(tree, now)
 			a.mu.Unlock()
 			return nil
 		}
@@ -122,17 +142,18 @@ func (a *admission) admit(ctx context.Context, tree string, onWait func()) error
 func (a *admission) touch(tree string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.trees[tree] = a.now()
-	a.onSize(len(a.trees))
+	a.markLocked(tree, a.now())
 }
 
 // done releases a completed tree's slot; unknown trees are ignored.
 func (a *admission) done(tree string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.trees[tree]; !ok {
+	e, ok := a.trees[tree]
+	if !ok {
 		return false
 	}
+	a.byLast.Remove(e)
 	delete(a.trees, tree)
 	a.onSize(len(a.trees))
 	a.signalLocked()
@@ -147,10 +168,15 @@ func (a *admission) size() int {
 
 func (a *admission) expireLocked(now time.Time) {
 	n := len(a.trees)
-	for id, last := range a.trees {
-		if now.Sub(last) >= a.ttl {
-			delete(a.trees, id)
+	// Prompts are marked at non-decreasing times, so the expired trees
+	// are a prefix of byLast.
+	for e := a.byLast.Front(); e != nil; e = a.byLast.Front() {
+		f := e.Value.(*inFlight)
+		if now.Sub(f.last) < a.ttl {
+			break
 		}
+		a.byLast.Remove(e)
+		delete(a.trees, f.tree)
 	}
 	if len(a.trees) != n {
 		a.onSize(len(a.trees))

@@ -313,6 +313,42 @@ func TestAdmissionTTL(t *testing.T) {
 	}
 }
 
+// A refinement keeps its tree alive: only the trees without a prompt for
+// the TTL expire, whatever order they started in; a completed tree is
+// forgotten.
+func TestAdmissionExpiresOnlyIdleTrees(t *testing.T) {
+	now := time.Unix(0, 0)
+	a := newAdmission(0, time.Minute, func() time.Time { return now }, func(int) {})
+	ctx := context.Background()
+	for _, tree := range []string{"a", "b", "c", "d"} {
+		if err := a.admit(ctx, tree, nil); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+	}
+	now = now.Add(30 * time.Second)
+	a.touch("a") // a's refinement
+	if !a.done("c") || a.done("c") || a.done("unknown") {
+		t.Fatal("done must release a tree in flight once, and ignore others")
+	}
+	now = now.Add(35 * time.Second) // b and d idle for 60+ s; a for 35 s
+	a.mu.Lock()
+	a.expireLocked(now)
+	_, hasA := a.trees["a"]
+	a.mu.Unlock()
+	if a.size() != 1 || !hasA {
+		t.Fatalf("after expiry %d trees in flight (a kept: %v), want only a", a.size(), hasA)
+	}
+	now = now.Add(time.Minute)
+	a.touch("e") // a tree unknown to this process starts counting
+	a.mu.Lock()
+	a.expireLocked(now)
+	a.mu.Unlock()
+	if a.size() != 1 {
+		t.Fatalf("%d trees in flight, want e alone", a.size())
+	}
+}
+
 func TestRefinementsServedFirst(t *testing.T) {
 	s := newSlots(1)
 	ctx := context.Background()
