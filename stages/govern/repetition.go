@@ -1,13 +1,14 @@
 package govern
 
 import (
-	"compress/flate"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // RepetitionConfig configures the repetition-loop detector. A response is
