@@ -25,17 +25,28 @@ const MaxRecordBytes = 16 << 20
 // with the field names that are also the Arrow columns and the offline
 // interchange format; token columns are packed (see Int32s).
 func Encode(r Record) ([]byte, error) {
-	if r.version() != SchemaVersion {
-		return nil, &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
-			Err: fmt.Errorf("schema_version %d, this build writes %d", r.version(), SchemaVersion)}
-	}
-	if err := r.Validate(); err != nil {
+	if err := checkEncodable(r); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", r.recordName(), err)
 	}
+	return checkSize(r, b)
+}
+
+// checkEncodable checks that r is a valid record of the version this build
+// writes.
+func checkEncodable(r Record) error {
+	if r.version() != SchemaVersion {
+		return &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
+			Err: fmt.Errorf("schema_version %d, this build writes %d", r.version(), SchemaVersion)}
+	}
+	return r.Validate()
+}
+
+// checkSize refuses an encoded record over MaxRecordBytes.
+func checkSize(r Record, b []byte) ([]byte, error) {
 	if len(b) > MaxRecordBytes {
 		return nil, &Error{Kind: ErrOversized, Record: r.recordName(),
 			Err: fmt.Errorf("%d bytes > %d", len(b), MaxRecordBytes)}

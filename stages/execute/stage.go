@@ -150,7 +150,7 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 	}
 	ex.ExecutedAt = s.now().UTC()
 	s.metrics.count(ex.Status)
-	b, err := topics.Encode(&ex)
+	b, err := topics.EncodeExecution(&ex, rec.Value)
 	if err != nil {
 		// Our own record failed validation: the input is the cause.
 		return nil, pipeline.Poison("execution_invalid", err)

@@ -100,7 +100,7 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 		}
 		return nil, pipeline.Poison("ungovernable", err)
 	}
-	outs, err := s.encode(res)
+	outs, err := s.encode(res, rec.Value)
 	if err != nil {
 		return nil, pipeline.Poison("encode", err)
 	}
@@ -108,8 +108,10 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 	return outs, nil
 }
 
-func (s *Stage) encode(res Result) ([]pipeline.Out, error) {
-	b, err := topics.Encode(res.Sample)
+// encode writes the sample (reusing the bytes of execution, the record it
+// was governed from) and the refinement prompt.
+func (s *Stage) encode(res Result, execution []byte) ([]pipeline.Out, error) {
+	b, err := topics.EncodeSample(res.Sample, execution)
 	if err != nil {
 		return nil, fmt.Errorf("sample %s: %w", res.Sample.NodeID, err)
 	}

@@ -1,0 +1,102 @@
+package topics
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	json "github.com/goccy/go-json"
+)
+
+// A stage that adds fields to the record it read (execute: a candidate
+// becomes an execution; govern: an execution becomes a sample) writes the
+// record it read again, unchanged, ahead of its own fields. EncodeExecution
+// and EncodeSample reuse the bytes read for that part instead of encoding
+// it again: a record is mostly its token columns and texts, and those would
+// be encoded once more at every hop.
+//
+// The bytes are reused only when they are in this build's canonical form
+// (a JSON object written by this codec at the current schema version, which
+// every stage writes); anything else (a version 1 record, a hand-written
+// one) is encoded whole, as Encode does. Fields of the input unknown to this
+// build are passed on; an input field that is also one of the stage's own
+// fields is overridden, since the own field comes later and readers keep
+// the last of duplicate keys.
+
+// canonicalPrefix starts every record this codec writes at the current
+// version (schema_version is the first field of every record type).
+var canonicalPrefix = []byte(fmt.Sprintf(`{"schema_version":%d,`, SchemaVersion))
+
+// EncodeExecution encodes ex like Encode. candidate must be the value
+// ex.Candidate was decoded from, and ex.Candidate unchanged since.
+func EncodeExecution(ex *Execution, candidate []byte) ([]byte, error) {
+	return encodeExtending(ex, candidate, func() any { return executionOwnOf(ex) })
+}
+
+// EncodeSample encodes s like Encode. execution must be the value
+// s.Execution was decoded from, and s.Execution unchanged since.
+func EncodeSample(s *Sample, execution []byte) ([]byte, error) {
+	return encodeExtending(s, execution, func() any { return sampleOwnOf(s) })
+}
+
+func encodeExtending(r Record, base []byte, own func() any) ([]byte, error) {
+	if !bytes.HasPrefix(base, canonicalPrefix) || base[len(base)-1] != '}' {
+		return Encode(r)
+	}
+	if err := checkEncodable(r); err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(own())
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", r.recordName(), err)
+	}
+	// base is {..."x":1} and tail {"y":2,...}: {..."x":1,"y":2,...}.
+	b := make([]byte, 0, len(base)+len(tail))
+	b = append(b, base[:len(base)-1]...)
+	b = append(b, ',')
+	b = append(b, tail[1:]...)
+	return checkSize(r, b)
+}
+
+// executionOwn holds the fields Execution declares itself, in its order
+// and with its tags (TestExtensionFieldsMatchRecords keeps them in step).
+type executionOwn struct {
+	Status       string       `json:"status"`
+	TestsPassed  int          `json:"tests_passed"`
+	TestsTotal   int          `json:"tests_total"`
+	PassRate     float64      `json:"pass_rate"`
+	Feedback     string       `json:"feedback"`
+	DurationMS   int64        `json:"duration_ms"`
+	Results      []TestResult `json:"results,omitempty"`
+	SandboxError string       `json:"sandbox_error,omitempty"`
+	ExecutedAt   time.Time    `json:"executed_at"`
+}
+
+func executionOwnOf(e *Execution) *executionOwn {
+	return &executionOwn{
+		Status: e.Status, TestsPassed: e.TestsPassed, TestsTotal: e.TestsTotal, PassRate: e.PassRate,
+		Feedback: e.Feedback, DurationMS: e.DurationMS, Results: e.Results, SandboxError: e.SandboxError,
+		ExecutedAt: e.ExecutedAt,
+	}
+}
+
+// sampleOwn holds the fields Sample declares itself, in its order and with
+// its tags.
+type sampleOwn struct {
+	Route             string    `json:"route"`
+	FailureCause      string    `json:"failure_cause"`
+	Reward            float64   `json:"reward"`
+	InGroupStats      bool      `json:"in_group_stats"`
+	ChildrenRequested int       `json:"children_requested"`
+	StepScores        Float32s  `json:"step_scores,omitempty"`
+	LossWeights       Float32s  `json:"loss_weights"`
+	GovernedAt        time.Time `json:"governed_at"`
+}
+
+func sampleOwnOf(s *Sample) *sampleOwn {
+	return &sampleOwn{
+		Route: s.Route, FailureCause: s.FailureCause, Reward: s.Reward, InGroupStats: s.InGroupStats,
+		ChildrenRequested: s.ChildrenRequested, StepScores: s.StepScores, LossWeights: s.LossWeights,
+		GovernedAt: s.GovernedAt,
+	}
+}

@@ -1,0 +1,168 @@
+package topics
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+)
+
+// The mirrors of Execution's and Sample's own fields have their names,
+// types and tags in their order: a field added to a record and not to its
+// mirror would be lost on the reusing path.
+func TestExtensionFieldsMatchRecords(t *testing.T) {
+	for _, c := range []struct {
+		record, own reflect.Type
+	}{
+		{reflect.TypeFor[Execution](), reflect.TypeFor[executionOwn]()},
+		{reflect.TypeFor[Sample](), reflect.TypeFor[sampleOwn]()},
+	} {
+		var declared []reflect.StructField
+		for f := range c.record.Fields() {
+			if !f.Anonymous {
+				declared = append(declared, f)
+			}
+		}
+		if len(declared) != c.own.NumField() {
+			t.Fatalf("%s declares %d fields, its mirror %d", c.record, len(declared), c.own.NumField())
+		}
+		for i, f := range declared {
+			m := c.own.Field(i)
+			if f.Name != m.Name || f.Type != m.Type || f.Tag != m.Tag {
+				t.Errorf("%s field %d: %s %s %q, mirror %s %s %q", c.record, i, f.Name, f.Type, f.Tag, m.Name, m.Type, m.Tag)
+			}
+		}
+	}
+}
+
+func executionOf(t *testing.T, candidate []byte) *Execution {
+	t.Helper()
+	var c Candidate
+	if err := Decode(candidate, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &Execution{Candidate: c, Status: StatusWrongAnswer, TestsPassed: 1, TestsTotal: 3, PassRate: 1.0 / 3,
+		Feedback: "expected 2\ngot \"3\"", DurationMS: 12,
+		Results:    []TestResult{{Index: 0, Status: "passed"}, {Index: 1, Status: "wrong_answer", Actual: "3"}},
+		ExecutedAt: time.Unix(1700000100, 5).UTC()}
+}
+
+// decodeEqual decodes both encodings and compares the records.
+func decodeEqual[R any, P interface {
+	*R
+	Record
+}](t *testing.T, got, want []byte) {
+	t.Helper()
+	var g, w R
+	if err := Decode(got, P(&g)); err != nil {
+		t.Fatalf("reused encoding does not decode: %v\n%.300s", err, got)
+	}
+	if err := Decode(want, P(&w)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("reused encoding decodes to\n%+v\nwant\n%+v", g, w)
+	}
+}
+
+func TestEncodeExecutionReusesTheCandidate(t *testing.T) {
+	cb, err := Encode(sampleCandidate(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := executionOf(t, cb)
+	got, err := EncodeExecution(ex, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(got, cb[:len(cb)-1]) {
+		t.Fatal("the candidate's bytes were not reused")
+	}
+	want, err := Encode(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeEqual[Execution](t, got, want)
+
+	// And on to a sample.
+	var back Execution
+	if err := Decode(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	s := &Sample{Execution: back, Route: RouteTrain, FailureCause: "wrong_answer", Reward: 0.25, InGroupStats: true,
+		ChildrenRequested: 2, StepScores: Float32s{0.5}, LossWeights: make(Float32s, 50), GovernedAt: time.Unix(1700000200, 0).UTC()}
+	gotS, err := EncodeSample(s, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(gotS, got[:len(got)-1]) {
+		t.Fatal("the execution's bytes were not reused")
+	}
+	wantS, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeEqual[Sample](t, gotS, wantS)
+}
+
+// A candidate in any other form (version 1, indented, fields in another
+// order) is not reused: the execution is encoded whole, byte for byte as
+// Encode writes it.
+func TestEncodeExecutionEncodesOtherFormsWhole(t *testing.T) {
+	c := sampleCandidate(8)
+	cb, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, cb, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	v1 := strings.Replace(string(cb), `"schema_version":2`, `"schema_version":1`, 1)
+	// schema_version last instead of first
+	reordered := "{" + strings.TrimSuffix(string(cb[len(canonicalPrefix):]), "}") + `,"schema_version":2}`
+	if !json.Valid([]byte(reordered)) {
+		t.Fatal("reordered candidate is not JSON")
+	}
+	for name, in := range map[string][]byte{"indented": indented.Bytes(), "version 1": []byte(v1), "reordered": []byte(reordered)} {
+		ex := executionOf(t, cb)
+		got, err := EncodeExecution(ex, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, _ := Encode(ex)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: not encoded whole", name)
+		}
+	}
+}
+
+// The record is validated as Encode validates it; an input field that is
+// also one of the stage's own fields is overridden by the stage's value;
+// an unknown input field is passed on.
+func TestEncodeExecutionValidatesAndOverrides(t *testing.T) {
+	cb, _ := Encode(sampleCandidate(4))
+	ex := executionOf(t, cb)
+	ex.Status = "exploded"
+	if _, err := EncodeExecution(ex, cb); err == nil {
+		t.Fatal("an execution with an unknown status was encoded")
+	}
+	ex.Status = StatusPassed
+	ex.TestsPassed = 3
+	withExtra := append(bytes.TrimSuffix(cb, []byte("}")), []byte(`,"status":"timeout","x_trace":"abc"}`)...)
+	got, err := EncodeExecution(ex, withExtra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Execution
+	if err := Decode(got, &back); err != nil || back.Status != StatusPassed {
+		t.Fatalf("status %q (%v), want the stage's own", back.Status, err)
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(got, &generic); err != nil || generic["x_trace"] != "abc" || generic["status"] != StatusPassed {
+		t.Fatalf("unknown field not passed on or status not overridden: %v %v", err, generic["status"])
+	}
+}
