@@ -25,6 +25,8 @@ type benchOptions struct {
 	// CPUProfile writes this process's CPU profile (pipeline and baseline
 	// are told apart by the profile label "side").
 	CPUProfile string
+	// MemProfile writes this process's allocation profile at the end.
+	MemProfile string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -79,6 +81,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 	pf.BoolVar(&cfg.Keep, "keep", false, "leave the benchmark topics on the broker (default: deleted)")
 	pf.BoolVar(&opt.Check, "check", false, "exit 1 when a figure misses its target or bound")
 	pf.StringVar(&opt.CPUProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file (label side=pipeline|raw|standalone)")
+	pf.StringVar(&opt.MemProfile, "memprofile", "", "write an allocation profile of the benchmark process to this file at the end (go tool pprof -sample_index=alloc_space; pipeline and baseline together)")
 	for _, name := range []string{"overhead", "bottleneck", "memory"} {
 		cmd.AddCommand(&cobra.Command{
 			Use:   name,
@@ -116,6 +119,18 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if opt.MemProfile != "" {
+		f, err := os.Create(opt.MemProfile)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		defer f.Close()
+		defer func() {
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fmt.Fprintf(stderr, "bench: memory profile: %v\n", err)
+			}
+		}()
 	}
 	// The stages log at warn: progress lines would only slow the figures.
 	logw := stderr
