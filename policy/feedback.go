@@ -50,18 +50,29 @@ var (
 // (timeouts, memory limits, a bare status).
 func ClassifyFeedback(feedback string) FeedbackKind {
 	f := strings.TrimSpace(feedback)
-	switch {
-	case f == "":
+	if f == "" {
 		return FeedbackNone
-	case reInput.MatchString(f) && reExpected.MatchString(f) && reActual.MatchString(f):
+	}
+	// Each pattern needs a word that the lower-cased text must contain;
+	// looking for those words first spares the regular expressions most
+	// texts.
+	l := strings.ToLower(f)
+	switch {
+	case strings.Contains(l, "expected") && reInput.MatchString(f) && reExpected.MatchString(f) && reActual.MatchString(f):
 		return FeedbackFailingCase
-	case reError.MatchString(f) && !isTimeout(f):
+	case mayBeError(l) && reError.MatchString(f) && !isTimeout(l):
 		return FeedbackError
 	}
 	return FeedbackUninformative
 }
 
-func isTimeout(f string) bool {
-	l := strings.ToLower(f)
+// mayBeError says whether lower-cased text l has a word reError needs.
+func mayBeError(l string) bool {
+	return strings.Contains(l, "error") || strings.Contains(l, "traceback") || strings.Contains(l, "exception") ||
+		strings.Contains(l, "assertion")
+}
+
+// isTimeout reads lower-cased text l.
+func isTimeout(l string) bool {
 	return strings.Contains(l, "timeout") || strings.Contains(l, "timed out") || strings.Contains(l, "time limit")
 }

@@ -84,6 +84,12 @@ func TestClassifyFeedback(t *testing.T) {
 		{"timeout: the program did not finish within 2s", FeedbackUninformative},
 		{"TimeoutError after 2s", FeedbackUninformative},
 		{"wrong_answer: 0/3 tests passed", FeedbackUninformative},
+		{"INPUT: f(3)\nEXPECTED: 6\nGOT: 5", FeedbackFailingCase},
+		{"VALUEERROR raised", FeedbackError},
+		{"Unhandled Exception in main", FeedbackError},
+		{"AssertionError", FeedbackError},
+		{"expected 6", FeedbackUninformative},
+		{"input: 1 got: 2", FeedbackUninformative},
 	}
 	for _, tc := range cases {
 		if got := ClassifyFeedback(tc.in); got != tc.want {

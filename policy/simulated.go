@@ -122,14 +122,28 @@ func (s *Simulated) Generate(ctx context.Context, req Request) ([]Sample, error)
 	if len(promptIDs) == 0 {
 		promptIDs = Tokenize(req.Prompt.Text)
 	}
+	fb := feedbackOf(req.Prompt) // once for the group
 	out := make([]Sample, 0, len(req.NodeIDs))
 	for _, id := range req.NodeIDs {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		out = append(out, s.sample(req.Prompt, req.Task, id, promptIDs))
+		out = append(out, s.sample(req.Prompt, req.Task, id, fb, promptIDs))
 	}
 	return out, nil
+}
+
+// feedbackOf classifies the feedback a prompt carries (its text when the
+// feedback field is empty); root prompts carry none.
+func feedbackOf(p *topics.Prompt) FeedbackKind {
+	if p.ParentID == "" {
+		return FeedbackNone
+	}
+	fb := p.Feedback
+	if strings.TrimSpace(fb) == "" {
+		fb = p.Text
+	}
+	return ClassifyFeedback(fb)
 }
 
 // Outcome says what the simulated policy chose for one sample.
@@ -146,16 +160,16 @@ type Outcome struct {
 // program text, without tokenizing. Generate uses it; tests and reports use
 // it to explain outcomes.
 func (s *Simulated) Choose(p *topics.Prompt, task *topics.Task, nodeID string) (Outcome, string) {
+	return s.choose(p, task, nodeID, feedbackOf(p))
+}
+
+// choose is Choose for a prompt whose feedback reads as fb (feedbackOf).
+func (s *Simulated) choose(p *topics.Prompt, task *topics.Task, nodeID string, fb FeedbackKind) (Outcome, string) {
 	r := s.rng(nodeID)
 	ref := reference(task)
-	o := Outcome{Feedback: FeedbackNone}
+	o := Outcome{Feedback: fb}
 	pRight := s.cfg.PReference
 	if p.ParentID != "" {
-		fb := p.Feedback
-		if strings.TrimSpace(fb) == "" {
-			fb = p.Text
-		}
-		o.Feedback = ClassifyFeedback(fb)
 		switch o.Feedback {
 		case FeedbackFailingCase:
 			pRight = s.cfg.PRepairFailingCase
@@ -193,9 +207,9 @@ func (s *Simulated) Choose(p *topics.Prompt, task *topics.Task, nodeID string) (
 	return o, stub(task)
 }
 
-func (s *Simulated) sample(p *topics.Prompt, task *topics.Task, nodeID string, promptIDs []int32) Sample {
+func (s *Simulated) sample(p *topics.Prompt, task *topics.Task, nodeID string, fb FeedbackKind, promptIDs []int32) Sample {
 	r := s.rng(nodeID + "/text")
-	_, code := s.Choose(p, task, nodeID)
+	_, code := s.choose(p, task, nodeID, fb)
 	text := render(code, r)
 	ids, ends := TokenizeOffsets(text)
 	finish := "stop"
