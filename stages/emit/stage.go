@@ -60,14 +60,20 @@ type Config struct {
 	CloseTimeout time.Duration `yaml:"close_timeout"`
 }
 
-// DefaultConfig writes zstd-compressed batches of up to 1024 rows / 8 MiB
+// DefaultConfig writes lz4-compressed batches of up to 1024 rows / 8 MiB
 // or 2 s to the batches topic, and no files.
+//
+// LZ4 is the default because emit and the trainers sit on the hot path: on
+// the pipeline's own batches it writes 12% more bytes than zstd (4.6 MB
+// against 4.1 MB, from 26.2 MB uncompressed) at about five times zstd's
+// encoding speed, and it decodes faster for the trainers reading them.
+// Set compression to zstd where storage counts more (archived files).
 func DefaultConfig() Config {
 	return Config{
 		MaxRows:         1024,
 		MaxBytes:        8 << 20,
 		MaxAge:          2 * time.Second,
-		Compression:     CompressionZstd,
+		Compression:     CompressionLZ4,
 		Topic:           true,
 		Formats:         []string{FormatIPC},
 		FileMaxBytes:    256 << 20,
