@@ -368,16 +368,19 @@ func (rt *Runtime) serveHTTP() (*http.Server, error) {
 	return srv, nil
 }
 
-// handlerPool runs a stage's handler chain on Concurrency long-lived
+// handlerPool runs a stage's handler chain on up to Concurrency long-lived
 // goroutines. Watermill starts a goroutine per record; the chain (decoding
 // and encoding whole records) needs a deep stack, and growing a fresh
 // goroutine's stack to it, record after record, cost about a tenth of the
 // pipeline's CPU. The pool's workers keep their stacks, and their number
-// bounds the handlers running at once.
+// bounds the handlers running at once. Workers start when no idle one is
+// there to take a record, so a stage whose handlers are quick keeps a few
+// busy workers rather than waking a different one of many for each record.
 type handlerPool struct {
-	size int
-	jobs chan *handlerJob
-	stop <-chan struct{}
+	size    int
+	started atomic.Int64
+	jobs    chan *handlerJob
+	stop    <-chan struct{}
 }
 
 type handlerJob struct {
@@ -392,20 +395,19 @@ func newHandlerPool(size int) *handlerPool {
 	return &handlerPool{size: size, jobs: make(chan *handlerJob)}
 }
 
-// start starts the workers; they stop when stop is closed.
-func (p *handlerPool) start(stop <-chan struct{}) {
-	p.stop = stop
-	for range p.size {
-		go func() {
-			for {
-				select {
-				case j := <-p.jobs:
-					j.run()
-				case <-stop:
-					return
-				}
-			}
-		}()
+// start lets the pool run jobs; its workers stop when stop is closed.
+func (p *handlerPool) start(stop <-chan struct{}) { p.stop = stop }
+
+// worker runs first, then the jobs handed to it until the pool stops.
+func (p *handlerPool) worker(first *handlerJob) {
+	first.run()
+	for {
+		select {
+		case j := <-p.jobs:
+			j.run()
+		case <-p.stop:
+			return
+		}
 	}
 }
 
@@ -430,16 +432,34 @@ func (p *handlerPool) run(msg *message.Message, h message.HandlerFunc) error {
 	j := jobs.Get().(*handlerJob)
 	j.msg, j.h = msg, h
 	select {
+	case p.jobs <- j: // an idle worker took it
+	default:
+		if p.started.Add(1) <= int64(p.size) {
+			go p.worker(j)
+			break
+		}
+		p.started.Add(-1)
+		p.wait(msg, j)
+	}
+	return p.finish(j)
+}
+
+// wait hands j to the next worker free.
+func (p *handlerPool) wait(msg *message.Message, j *handlerJob) {
+	select {
 	case p.jobs <- j:
 	case <-msg.Context().Done():
-		j.msg, j.h = nil, nil
-		jobs.Put(j)
-		return msg.Context().Err()
+		j.err = msg.Context().Err()
+		j.done <- struct{}{}
 	case <-p.stop:
-		j.msg, j.h = nil, nil
-		jobs.Put(j)
-		return errors.New("runtime stopped")
+		j.err = errors.New("runtime stopped")
+		j.done <- struct{}{}
 	}
+}
+
+// finish waits for j to have run (or been given up) and returns its
+// outcome, re-raising its panic.
+func (p *handlerPool) finish(j *handlerJob) error {
 	<-j.done
 	err, panicked := j.err, j.panicked
 	*j = handlerJob{done: j.done}
