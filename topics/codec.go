@@ -25,7 +25,10 @@ const MaxRecordBytes = 16 << 20
 // with the field names that are also the Arrow columns and the offline
 // interchange format; token columns are packed (see Int32s).
 func Encode(r Record) ([]byte, error) {
-	if err := checkEncodable(r); err != nil {
+	if err := checkVersion(r); err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(r)
@@ -35,14 +38,13 @@ func Encode(r Record) ([]byte, error) {
 	return checkSize(r, b)
 }
 
-// checkEncodable checks that r is a valid record of the version this build
-// writes.
-func checkEncodable(r Record) error {
+// checkVersion checks that r is of the version this build writes.
+func checkVersion(r Record) error {
 	if r.version() != SchemaVersion {
 		return &Error{Kind: ErrUnknownVersion, Record: r.recordName(),
 			Err: fmt.Errorf("schema_version %d, this build writes %d", r.version(), SchemaVersion)}
 	}
-	return r.Validate()
+	return nil
 }
 
 // checkSize refuses an encoded record over MaxRecordBytes.

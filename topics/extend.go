@@ -30,20 +30,27 @@ var canonicalPrefix = []byte(fmt.Sprintf(`{"schema_version":%d,`, SchemaVersion)
 // EncodeExecution encodes ex like Encode. candidate must be the value
 // ex.Candidate was decoded from, and ex.Candidate unchanged since.
 func EncodeExecution(ex *Execution, candidate []byte) ([]byte, error) {
-	return encodeExtending(ex, candidate, func() any { return executionOwnOf(ex) })
+	return encodeExtending(ex, candidate, func() error { return ex.validateOwn("execution") },
+		func() any { return executionOwnOf(ex) })
 }
 
 // EncodeSample encodes s like Encode. execution must be the value
 // s.Execution was decoded from, and s.Execution unchanged since.
 func EncodeSample(s *Sample, execution []byte) ([]byte, error) {
-	return encodeExtending(s, execution, func() any { return sampleOwnOf(s) })
+	return encodeExtending(s, execution, s.validateOwn, func() any { return sampleOwnOf(s) })
 }
 
-func encodeExtending(r Record, base []byte, own func() any) ([]byte, error) {
+// encodeExtending encodes r as base followed by own(), r's own fields.
+// base was validated when it was decoded and is unchanged since: only r's
+// own fields (validateOwn) are checked again.
+func encodeExtending(r Record, base []byte, validateOwn func() error, own func() any) ([]byte, error) {
 	if !bytes.HasPrefix(base, canonicalPrefix) || base[len(base)-1] != '}' {
 		return Encode(r)
 	}
-	if err := checkEncodable(r); err != nil {
+	if err := checkVersion(r); err != nil {
+		return nil, err
+	}
+	if err := validateOwn(); err != nil {
 		return nil, err
 	}
 	tail, err := json.Marshal(own())

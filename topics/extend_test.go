@@ -152,6 +152,18 @@ func TestEncodeExecutionValidatesAndOverrides(t *testing.T) {
 	}
 	ex.Status = StatusPassed
 	ex.TestsPassed = 3
+	eb, err := EncodeExecution(ex, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sample{Execution: *ex, Route: RouteTrain, LossWeights: make(Float32s, 3)} // 4 response tokens
+	if _, err := EncodeSample(s, eb); err == nil {
+		t.Fatal("a sample with 3 loss weights for 4 tokens was encoded")
+	}
+	s.LossWeights, s.Route = make(Float32s, 4), "sideways"
+	if _, err := EncodeSample(s, eb); err == nil {
+		t.Fatal("a sample with an unknown route was encoded")
+	}
 	withExtra := append(bytes.TrimSuffix(cb, []byte("}")), []byte(`,"status":"timeout","x_trace":"abc"}`)...)
 	got, err := EncodeExecution(ex, withExtra)
 	if err != nil {

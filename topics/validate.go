@@ -164,6 +164,11 @@ func (r *Execution) validate(n string) error {
 	if err := r.Candidate.validate(n); err != nil {
 		return err
 	}
+	return r.validateOwn(n)
+}
+
+// validateOwn checks the fields Execution adds to its candidate.
+func (r *Execution) validateOwn(n string) error {
 	switch r.Status {
 	case StatusPassed, StatusWrongAnswer, StatusRuntimeError, StatusCompileError, StatusTimeout,
 		StatusMemory, StatusOutputLimit, StatusSandboxError, StatusNotRun:
@@ -180,10 +185,15 @@ func (r *Execution) validate(n string) error {
 
 // Validate implements Record.
 func (r *Sample) Validate() error {
-	const n = "sample"
-	if err := r.Execution.validate(n); err != nil {
+	if err := r.Execution.validate("sample"); err != nil {
 		return err
 	}
+	return r.validateOwn()
+}
+
+// validateOwn checks the fields Sample adds to its execution.
+func (r *Sample) validateOwn() error {
+	const n = "sample"
 	switch r.Route {
 	case RouteTrain, RouteMasked, RouteLastStepPenalty:
 	case "":
