@@ -315,21 +315,30 @@ func TestProcessorCrashReplayEmitsEveryTreeExactlyOnce(t *testing.T) {
 	}
 }
 
+// stuckTree is a stage (one-minute deadline, incomplete trees handled per
+// mode, a clock standing still) whose processor has read three of the four
+// samples of tree id (offsets 0-2); samples[3] is the missing one.
+func stuckTree(t *testing.T, id, mode string) (*Stage, *memLog, *processor, []*topics.Sample, time.Time) {
+	t.Helper()
+	s, log := newTestStage(t, func(c *Config) { c.Deadline = time.Minute; c.Incomplete = mode })
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return clock }
+	samples := fullSamples(build(id, 2, []nb{{r: 0, kids: []nb{{r: 1}, {r: 0}}}, {r: 1}}))
+	recs := sampleRecords(t, rand.New(rand.NewPCG(1, 1)), [][]*topics.Sample{samples[:3]}, 0)
+	p := assigned(t, s, -1)
+	for _, r := range recs {
+		if err := p.Process(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, log, p, samples, clock
+}
+
 func TestStuckTreesCloseAtTheirDeadline(t *testing.T) {
 	for _, mode := range []string{IncompleteDrop, IncompleteFlag} {
 		t.Run(mode, func(t *testing.T) {
-			s, log := newTestStage(t, func(c *Config) { c.Deadline = time.Minute; c.Incomplete = mode })
-			clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			s.now = func() time.Time { return clock }
-			samples := fullSamples(build("stuck", 2, []nb{{r: 0, kids: []nb{{r: 1}, {r: 0}}}, {r: 1}}))
-			recs := sampleRecords(t, rand.New(rand.NewPCG(1, 1)), [][]*topics.Sample{samples[:3]}, 0)
-			p := assigned(t, s, -1)
+			s, log, p, samples, clock := stuckTree(t, "stuck", mode)
 			ctx := context.Background()
-			for _, r := range recs {
-				if err := p.Process(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
 			if err := p.Tick(ctx, clock.Add(59*time.Second)); err != nil {
 				t.Fatal(err)
 			}
@@ -375,18 +384,8 @@ func TestStuckTreesCloseAtTheirDeadline(t *testing.T) {
 }
 
 func TestStragglerDuringFlaggedEmissionIsLate(t *testing.T) {
-	s, log := newTestStage(t, func(c *Config) { c.Deadline = time.Minute; c.Incomplete = IncompleteFlag })
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.now = func() time.Time { return clock }
-	samples := fullSamples(build("late", 2, []nb{{r: 0, kids: []nb{{r: 1}, {r: 0}}}, {r: 1}}))
-	recs := sampleRecords(t, rand.New(rand.NewPCG(9, 9)), [][]*topics.Sample{samples[:3]}, 0)
-	p := assigned(t, s, -1)
+	s, log, p, samples, clock := stuckTree(t, "late", IncompleteFlag)
 	ctx := context.Background()
-	for _, r := range recs {
-		if err := p.Process(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
 	log.hold = true
 	if err := p.Tick(ctx, clock.Add(time.Minute)); err != nil {
 		t.Fatal(err)
