@@ -50,12 +50,21 @@ func executionOf(t *testing.T, candidate []byte) *Execution {
 		ExecutedAt: time.Unix(1700000100, 5).UTC()}
 }
 
-// decodeEqual decodes both encodings and compares the records.
-func decodeEqual[R any, P interface {
+// reusedLikeEncode checks that got, the reusing encoding of r, starts with
+// the bytes of base (the record r extends) and decodes to what Encode(r)
+// decodes to.
+func reusedLikeEncode[R any, P interface {
 	*R
 	Record
-}](t *testing.T, got, want []byte) {
+}](t *testing.T, base, got []byte, r P) {
 	t.Helper()
+	if !bytes.HasPrefix(got, base[:len(base)-1]) {
+		t.Fatalf("%s: the bytes of the record it extends were not reused", r.recordName())
+	}
+	want, err := Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var g, w R
 	if err := Decode(got, P(&g)); err != nil {
 		t.Fatalf("reused encoding does not decode: %v\n%.300s", err, got)
@@ -78,14 +87,7 @@ func TestEncodeExecutionReusesTheCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(got, cb[:len(cb)-1]) {
-		t.Fatal("the candidate's bytes were not reused")
-	}
-	want, err := Encode(ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decodeEqual[Execution](t, got, want)
+	reusedLikeEncode[Execution](t, cb, got, ex)
 
 	// And on to a sample.
 	var back Execution
@@ -98,14 +100,7 @@ func TestEncodeExecutionReusesTheCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(gotS, got[:len(got)-1]) {
-		t.Fatal("the execution's bytes were not reused")
-	}
-	wantS, err := Encode(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decodeEqual[Sample](t, gotS, wantS)
+	reusedLikeEncode[Sample](t, got, gotS, s)
 }
 
 // A candidate in any other form (version 1, indented, fields in another
