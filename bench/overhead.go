@@ -37,7 +37,7 @@ func (r OverheadResult) String() string {
 	fmt.Fprintf(&b, "overhead: pipeline with an in-process verdict vs raw kafka-go moving the same records through the same hops\n")
 	fmt.Fprintf(&b, "  broker    %s\n", r.Broker)
 	fmt.Fprintf(&b, "  machine   %s\n", r.Machine)
-	fmt.Fprintf(&b, "  workload  %d tasks x %d trees = %d trees, %d samples; %d records, %.1f MB over prompts→candidates→executions→samples(+refinements)→credited→batches\n",
+	fmt.Fprintf(&b, "  workload  %d tasks x %d trees = %d trees, %d samples; %d records, %.1f MB over prompts→candidates→executions→samples(+refinements)→credited(+completions)→batches\n",
 		r.Tasks, r.TreesPerTask, r.Pipeline.Trees, r.Pipeline.Samples, r.Records, float64(r.Bytes)/1e6)
 	fmt.Fprintf(&b, "  pipeline  %8.1f samples/s (%d samples in %s; %s with consumer start-up; %s CPU per sample)\n",
 		r.Pipeline.Rate(), r.Pipeline.Samples, r.Pipeline.Active.Round(time.Millisecond), r.Pipeline.Wall.Round(time.Millisecond), r.Pipeline.CPUPerSample().Round(time.Microsecond))

@@ -117,9 +117,10 @@ type plan struct {
 	executions map[string]kafka.Message
 	governed   map[string][]kafka.Message
 	// treeSamples counts the samples of each tree; credited holds each
-	// tree's credited record.
+	// tree's credited record and completions its completion.
 	treeSamples map[string]int
 	credited    map[string]kafka.Message
+	completions map[string]kafka.Message
 	batches     []kafka.Message
 	// Totals over every hop.
 	trees, samples, records int
@@ -130,7 +131,7 @@ type plan struct {
 // the raw catalog.
 func buildPlan(ctx context.Context, kc pipeline.KafkaConfig, from, to topics.Catalog) (*plan, error) {
 	read := map[topics.Name][]kafka.Message{}
-	for _, n := range []topics.Name{topics.Prompts, topics.Refinements, topics.Candidates, topics.Executions, topics.Samples, topics.Credited, topics.Batches} {
+	for _, n := range []topics.Name{topics.Prompts, topics.Refinements, topics.Candidates, topics.Executions, topics.Samples, topics.Credited, topics.Completions, topics.Batches} {
 		msgs, err := readTopic(ctx, kc, from.Topic(n))
 		if err != nil {
 			return nil, err
@@ -138,7 +139,8 @@ func buildPlan(ctx context.Context, kc pipeline.KafkaConfig, from, to topics.Cat
 		read[n] = msgs
 	}
 	p := &plan{candidates: map[string][]kafka.Message{}, executions: map[string]kafka.Message{},
-		governed: map[string][]kafka.Message{}, treeSamples: map[string]int{}, credited: map[string]kafka.Message{}}
+		governed: map[string][]kafka.Message{}, treeSamples: map[string]int{}, credited: map[string]kafka.Message{},
+		completions: map[string]kafka.Message{}}
 	seen := map[string]bool{}
 	// each decodes the ids of a topic's records once per id (the pipeline
 	// is at-least-once: a retried record may be there twice).
@@ -174,6 +176,7 @@ func buildPlan(ctx context.Context, kc pipeline.KafkaConfig, from, to topics.Cat
 			p.governed[id.ParentID] = append(p.governed[id.ParentID], m)
 		}),
 		each(topics.Credited, func(id ids) string { return id.TreeID }, func(id ids, m kafka.Message) { p.credited[id.TreeID] = m }),
+		each(topics.Completions, func(id ids) string { return id.TreeID }, func(id ids, m kafka.Message) { p.completions[id.TreeID] = m }),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -199,6 +202,9 @@ func buildPlan(ctx context.Context, kc pipeline.KafkaConfig, from, to topics.Cat
 		count(ms...)
 	}
 	for _, m := range p.credited {
+		count(m)
+	}
+	for _, m := range p.completions {
 		count(m)
 	}
 	count(p.batches...)
@@ -256,7 +262,8 @@ func (p *plan) hops(cat topics.Catalog) []hop {
 			}},
 		{name: "govern", inputs: []string{cat.Topic(topics.Executions)},
 			out: func(m kafka.Message) []kafka.Message { return p.governed[idOf(m)] }},
-		// A tree is written once all its samples were read.
+		// A tree and its completion are written once all its samples
+		// were read.
 		{name: "credit", inputs: []string{cat.Topic(topics.Samples)},
 			out: func(m kafka.Message) []kafka.Message {
 				tree := string(m.Key)
@@ -267,6 +274,9 @@ func (p *plan) hops(cat topics.Catalog) []hop {
 				c, ok := p.credited[tree]
 				if !ok {
 					return nil
+				}
+				if d, ok := p.completions[tree]; ok {
+					return []kafka.Message{c, d}
 				}
 				return []kafka.Message{c}
 			}},

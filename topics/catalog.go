@@ -20,12 +20,15 @@ const (
 	Executions  Name = "executions"
 	Samples     Name = "samples"
 	Credited    Name = "credited"
+	// Completions holds one small record per tree credit emitted, so that
+	// generate's admission learns of completed trees without reading them.
+	Completions Name = "completions"
 	Batches     Name = "batches"
 	DLQ         Name = "dlq"
 )
 
 // All lists every topic in dataflow order.
-var All = []Name{Tasks, Prompts, Refinements, Candidates, Executions, Samples, Credited, Batches, DLQ}
+var All = []Name{Tasks, Prompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ}
 
 // Spec describes how a topic is created.
 type Spec struct {

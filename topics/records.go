@@ -264,6 +264,19 @@ type CreditedTree struct {
 	CreditedAt    time.Time        `json:"credited_at"`
 }
 
+// Completion tells that credit emitted a tree (complete, or closed
+// incomplete), keyed by its tree id: generate's admission frees the tree's
+// slot. It repeats a few fields of the credited tree and nothing else, so
+// that a reader of completions need not fetch credited trees.
+type Completion struct {
+	SchemaVersion int       `json:"schema_version"`
+	TreeID        string    `json:"tree_id"`
+	TaskID        string    `json:"task_id"`
+	Incomplete    bool      `json:"incomplete,omitempty"`
+	Samples       int       `json:"samples"`
+	CreditedAt    time.Time `json:"credited_at"`
+}
+
 // DeadLetter is a record that a stage could not process.
 type DeadLetter struct {
 	SchemaVersion int       `json:"schema_version"`

@@ -8,6 +8,7 @@ func (r *Candidate) recordName() string    { return "candidate" }
 func (r *Execution) recordName() string    { return "execution" }
 func (r *Sample) recordName() string       { return "sample" }
 func (r *CreditedTree) recordName() string { return "credited_tree" }
+func (r *Completion) recordName() string   { return "completion" }
 func (r *DeadLetter) recordName() string   { return "dead_letter" }
 func (r *Task) version() int               { return r.SchemaVersion }
 func (r *Prompt) version() int             { return r.SchemaVersion }
@@ -15,6 +16,7 @@ func (r *Candidate) version() int          { return r.SchemaVersion }
 func (r *Execution) version() int          { return r.SchemaVersion }
 func (r *Sample) version() int             { return r.SchemaVersion }
 func (r *CreditedTree) version() int       { return r.SchemaVersion }
+func (r *Completion) version() int         { return r.SchemaVersion }
 func (r *DeadLetter) version() int         { return r.SchemaVersion }
 func (r *Task) setVersion(v int)           { r.SchemaVersion = v }
 func (r *Prompt) setVersion(v int)         { r.SchemaVersion = v }
@@ -22,6 +24,7 @@ func (r *Candidate) setVersion(v int)      { r.SchemaVersion = v }
 func (r *Execution) setVersion(v int)      { r.SchemaVersion = v }
 func (r *Sample) setVersion(v int)         { r.SchemaVersion = v }
 func (r *CreditedTree) setVersion(v int)   { r.SchemaVersion = v }
+func (r *Completion) setVersion(v int)     { r.SchemaVersion = v }
 func (r *DeadLetter) setVersion(v int)     { r.SchemaVersion = v }
 
 // Validate implements Record.
@@ -227,6 +230,18 @@ func (r *CreditedTree) Validate() error {
 		if math.IsNaN(s.Advantage) || math.IsNaN(s.CreditedReward) {
 			return invalid(n, "samples", "sample %s has a NaN credit", s.NodeID)
 		}
+	}
+	return nil
+}
+
+// Validate implements Record.
+func (r *Completion) Validate() error {
+	const n = "completion"
+	if r.TreeID == "" {
+		return missing(n, "tree_id")
+	}
+	if r.Samples < 0 {
+		return invalid(n, "samples", "negative")
 	}
 	return nil
 }

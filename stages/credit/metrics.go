@@ -20,6 +20,7 @@ type Metrics struct {
 	LookbackRecords  prometheus.Counter
 	Backpressure     prometheus.Counter
 	Unwritable       prometheus.Counter
+	LostCompletions  prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -44,12 +45,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		LookbackRecords:  counter("lookback_records_total", "Credited records read back on partition assignment."),
 		Backpressure:     counter("backpressure_seconds_total", "Time a partition waited at the open-tree cap."),
 		Unwritable:       counter("unwritable_trees_total", "Trees whose credited record could not be encoded (too large)."),
+		LostCompletions:  counter("lost_completions_total", "Completions of emitted trees whose write failed (generate frees their slots after tree_ttl)."),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.OpenTrees, m.Completed, m.TimeToComplete, m.PrunedNodes, m.ZeroSignalGroups,
-		m.DroppedSamples, m.StuckTrees, m.DuplicateSamples, m.LateSamples, m.LookbackRecords, m.Backpressure, m.Unwritable} {
+		m.DroppedSamples, m.StuckTrees, m.DuplicateSamples, m.LateSamples, m.LookbackRecords, m.Backpressure, m.Unwritable, m.LostCompletions} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("credit: register metrics: %w", err)
 		}

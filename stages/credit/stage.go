@@ -19,17 +19,19 @@ import (
 
 // Stage is the stateful credit stage: one processor per partition of the
 // samples topic assembles trees and emits each one, credited, exactly once
-// as a topics.CreditedTree on the credited topic (see README.md).
+// as a topics.CreditedTree on the credited topic, with a topics.Completion
+// on the completions topic (see README.md).
 type Stage struct {
-	cfg      Config
-	cc       topics.CreditConfig
-	prod     pipeline.Producer
-	samples  string
-	credited string
-	log      creditedLog
-	m        *Metrics
-	logger   *slog.Logger
-	now      func() time.Time
+	cfg         Config
+	cc          topics.CreditConfig
+	prod        pipeline.Producer
+	samples     string
+	credited    string
+	completions string
+	log         creditedLog
+	m           *Metrics
+	logger      *slog.Logger
+	now         func() time.Time
 }
 
 // NewStage builds the credit stage. prod writes credited trees: it must be
@@ -60,15 +62,16 @@ func newStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, log credit
 		return nil, err
 	}
 	return &Stage{
-		cfg:      cfg,
-		cc:       cfg.CreditConfig(),
-		prod:     prod,
-		samples:  cat.Topic(topics.Samples),
-		credited: cat.Topic(topics.Credited),
-		log:      log,
-		m:        m,
-		logger:   slog.Default().With("stage", "credit"),
-		now:      time.Now,
+		cfg:         cfg,
+		cc:          cfg.CreditConfig(),
+		prod:        prod,
+		samples:     cat.Topic(topics.Samples),
+		credited:    cat.Topic(topics.Credited),
+		completions: cat.Topic(topics.Completions),
+		log:         log,
+		m:           m,
+		logger:      slog.Default().With("stage", "credit"),
+		now:         time.Now,
 	}, nil
 }
 
@@ -147,6 +150,9 @@ type emission struct {
 	maxpos     int64
 	incomplete bool
 	stats      Stats
+	// completion is the encoded topics.Completion written once the tree
+	// is acknowledged.
+	completion []byte
 	err        error
 }
 
@@ -414,6 +420,11 @@ func (p *processor) emit(ot *openTree) {
 	ct, st := Credit(ot.t, p.s.cc)
 	ct.CreditedAt = p.s.now().UTC()
 	val, err := topics.Encode(&ct)
+	var done []byte
+	if err == nil {
+		done, err = topics.Encode(&topics.Completion{SchemaVersion: topics.SchemaVersion, TreeID: ct.TreeID,
+			TaskID: ct.TaskID, Incomplete: ct.Incomplete, Samples: len(ct.Samples), CreditedAt: ct.CreditedAt})
+	}
 	if err != nil {
 		p.s.m.Unwritable.Inc()
 		p.s.logger.Error("credit: tree cannot be written", "partition", p.partition, "tree_id", ot.t.ID(), "nodes", ot.t.Len(), "err", err)
@@ -421,7 +432,7 @@ func (p *processor) emit(ot *openTree) {
 		p.remember(ot.t.ID(), p.maxpos)
 		return
 	}
-	e := emission{ot: ot, maxpos: p.maxpos, incomplete: ct.Incomplete, stats: st}
+	e := emission{ot: ot, maxpos: p.maxpos, incomplete: ct.Incomplete, stats: st, completion: done}
 	out := pipeline.Out{
 		Topic: p.s.credited,
 		Key:   ot.t.ID(),
@@ -476,8 +487,26 @@ func (p *processor) settle() error {
 		m.DroppedSamples.Add(float64(e.stats.DroppedSamples))
 		p.drop(ot)
 		p.remember(ot.t.ID(), e.maxpos)
+		p.complete(ot.t.ID(), e.completion)
 	}
 	return errors.Join(errs...)
+}
+
+// complete writes the completion of an acknowledged tree, without waiting
+// and without retrying: generate's admission reads completions to free the
+// tree's slot, and frees it after its tree_ttl when one is lost (as it is
+// when the process stops between the two writes). Writing it only after
+// the tree is acknowledged keeps a failed completion from writing the tree
+// twice, and a completion from naming a tree that is not on the log.
+func (p *processor) complete(tree string, value []byte) {
+	m := p.s.m
+	p.s.prod.ProduceAsync([]pipeline.Out{{Topic: p.s.completions, Key: tree, Value: value}}, func(err error) {
+		if err != nil {
+			m.LostCompletions.Inc()
+			p.s.logger.Warn("credit: completion not written; generate frees the tree's slot after its tree_ttl",
+				"partition", p.partition, "tree_id", tree, "err", err)
+		}
+	})
 }
 
 // logFailed logs failed emissions found outside Tick (which returns them).

@@ -25,6 +25,10 @@ type memLog struct {
 	topic    string
 	recs     []pipeline.Out
 	failNext int
+	// completions are the writes to the completions topic, which
+	// failCompletions makes fail.
+	completions     []pipeline.Out
+	failCompletions bool
 	// hold keeps ProduceAsync's writes unacknowledged until release.
 	hold bool
 	held []func()
@@ -33,6 +37,13 @@ type memLog struct {
 func (l *memLog) Produce(_ context.Context, outs ...pipeline.Out) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(outs) == 1 && outs[0].Topic == testCatalog.Topic(topics.Completions) {
+		if l.failCompletions {
+			return errors.New("broker unavailable")
+		}
+		l.completions = append(l.completions, outs[0])
+		return nil
+	}
 	if l.failNext > 0 {
 		l.failNext--
 		return errors.New("broker unavailable")
@@ -504,6 +515,63 @@ func TestFailedEmissionIsRetriedAndHoldsTheWatermark(t *testing.T) {
 	}
 	if off, _ := p.CommitOffset(); off != 2 || len(log.trees(t)) != 1 {
 		t.Fatalf("after retry: commit %d, %d trees", off, len(log.trees(t)))
+	}
+}
+
+// TestCompletionFollowsTheAcknowledgedTree checks the completions: one per
+// tree, written only once the tree is acknowledged, naming it; a completion
+// that fails is counted and does not write its tree again.
+func TestCompletionFollowsTheAcknowledgedTree(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			s, log := newTestStage(t, nil)
+			p := assigned(t, s, -1)
+			log.hold, log.failCompletions = true, fail
+			trees := [][]*topics.Sample{
+				fullSamples(build("done-a", 1, []nb{{r: 1}, {r: 0}})),
+				fullSamples(build("done-b", 2, []nb{{r: 0}, {r: 0}})),
+			}
+			ctx := context.Background()
+			for _, r := range sampleRecords(t, rand.New(rand.NewPCG(8, 8)), trees, 0) {
+				if err := p.Process(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(log.held) != 2 || len(log.completions) != 0 {
+				t.Fatalf("before the acknowledgement: %d tree writes, %d completions", len(log.held), len(log.completions))
+			}
+			log.release()
+			if err := p.Tick(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Tick(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			got := log.trees(t)
+			if len(got) != 2 {
+				t.Fatalf("%d trees credited, want 2", len(got))
+			}
+			if fail {
+				if len(log.completions) != 0 || value(s.m.LostCompletions) != 2 {
+					t.Fatalf("%d completions written, %v counted lost", len(log.completions), value(s.m.LostCompletions))
+				}
+				return
+			}
+			if len(log.completions) != 2 || value(s.m.LostCompletions) != 0 {
+				t.Fatalf("%d completions, %v lost", len(log.completions), value(s.m.LostCompletions))
+			}
+			for i, o := range log.completions {
+				var c topics.Completion
+				if err := topics.Decode(o.Value, &c); err != nil {
+					t.Fatal(err)
+				}
+				ct := got[i]
+				if o.Key != ct.TreeID || c.TreeID != ct.TreeID || c.TaskID != ct.TaskID || c.Incomplete != ct.Incomplete ||
+					c.Samples != len(ct.Samples) || !c.CreditedAt.Equal(ct.CreditedAt) {
+					t.Fatalf("completion %d = %+v (key %s) for tree %s with %d samples", i, c, o.Key, ct.TreeID, len(ct.Samples))
+				}
+			}
+		})
 	}
 }
 

@@ -304,19 +304,19 @@ func TestTreeCapOnRuntime(t *testing.T) {
 		if s.TreesInFlight() != capTrees {
 			t.Fatalf("%d trees in flight", s.TreesInFlight())
 		}
-		var credited []pipeline.Out
+		var completions []pipeline.Out
 		seen := map[string]bool{}
 		for _, r := range first {
 			if !seen[string(r.Key)] {
 				seen[string(r.Key)] = true
-				v, err := topics.Encode(&topics.CreditedTree{SchemaVersion: topics.SchemaVersion, TreeID: string(r.Key), TaskID: "x"})
+				v, err := topics.Encode(&topics.Completion{SchemaVersion: topics.SchemaVersion, TreeID: string(r.Key), TaskID: "x", Samples: g})
 				if err != nil {
 					t.Fatal(err)
 				}
-				credited = append(credited, pipeline.Out{Topic: cat.Topic(topics.Credited), Key: string(r.Key), Value: v})
+				completions = append(completions, pipeline.Out{Topic: cat.Topic(topics.Completions), Key: string(r.Key), Value: v})
 			}
 		}
-		if err := prod.Produce(ctx, credited...); err != nil {
+		if err := prod.Produce(ctx, completions...); err != nil {
 			t.Fatal(err)
 		}
 		expectExactly(2 * capTrees * g)

@@ -45,19 +45,19 @@ type Config struct {
 	// before a waiting root prompt.
 	Concurrency int `yaml:"concurrency"`
 	// MaxTreesInFlight caps the trees this process has started (root
-	// prompt generated) and not yet seen credited. Root prompts wait while
+	// prompt generated) and not yet seen completed. Root prompts wait while
 	// the cap is reached; refinements never wait. 0 disables the cap.
 	MaxTreesInFlight int `yaml:"max_trees_in_flight"`
 	// TreeTTL releases a tree's slot when no completion was seen for it
-	// this long after its last prompt, so a lost credited record cannot
+	// this long after its last prompt, so a lost completion cannot
 	// hold the cap forever.
 	TreeTTL time.Duration `yaml:"tree_ttl"`
 	// TaskWait is how long a prompt waits for its task to appear in the
 	// task lookup before its children are emitted as infra.inference
 	// failures (only policies that need the task look it up).
 	TaskWait time.Duration `yaml:"task_wait"`
-	// InstanceID names this process's own consumer group of the credited
-	// topic, which every generate process reads whole to learn which trees
+	// InstanceID names this process's own consumer group of the
+	// completions topic, which every generate process reads whole to learn which trees
 	// completed. It must be unique per process and should be stable across
 	// restarts (a pod name), so a restarted process resumes its group
 	// instead of reading the topic from the start; empty means the host

@@ -38,7 +38,7 @@ type Metrics struct {
 	TreesInFlight prometheus.Gauge
 	// HeldBack counts root prompts that waited for the tree cap.
 	HeldBack prometheus.Counter
-	// Completions counts credited trees that released a slot.
+	// Completions counts completed trees that released a slot.
 	Completions prometheus.Counter
 }
 
@@ -73,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		HeldBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_total",
 			Help: "Root prompts that waited for the cap on trees in flight.", ConstLabels: l}),
 		Completions: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_tree_completions_total",
-			Help: "Credited trees that released a slot.", ConstLabels: l}),
+			Help: "Completed trees that released a slot.", ConstLabels: l}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.Prompts, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,

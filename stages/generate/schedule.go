@@ -69,7 +69,7 @@ func (s *slots) releaseLocked() {
 }
 
 // admission tracks the trees in flight: started by this process (a root
-// prompt or a refinement seen) and not yet completed (a credited record seen)
+// prompt or a refinement seen) and not yet completed (a completion seen)
 // or expired (no prompt for TreeTTL). Root prompts of new trees wait while
 // the cap is reached; refinements and replays of admitted trees never wait.
 type admission struct {

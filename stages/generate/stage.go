@@ -89,7 +89,7 @@ func (s *Stage) TreesInFlight() int { return s.adm.size() }
 //   - "generate-refinements" consumes refinement prompts, never held back
 //     and served first when prompts compete for a generation slot;
 //   - "generate-completions-<instance>" (only with a cap) reads the
-//     credited topic's keys to learn which trees completed. Its consumer
+//     completions topic's keys to learn which trees completed. Its consumer
 //     group is this process's own, so every process sees every completion.
 func (s *Stage) Specs() []pipeline.Stage {
 	specs := []pipeline.Stage{
@@ -98,13 +98,13 @@ func (s *Stage) Specs() []pipeline.Stage {
 	}
 	if s.cfg.MaxTreesInFlight > 0 {
 		specs = append(specs, pipeline.Stage{Name: "generate-completions-" + s.instance,
-			Inputs: []string{s.cat.Topic(topics.Credited)}, Handler: s.HandleCompletion})
+			Inputs: []string{s.cat.Topic(topics.Completions)}, Handler: s.HandleCompletion})
 	}
 	return specs
 }
 
-// HandleCompletion releases the slot of the tree a credited record names
-// (its key); the value is not read.
+// HandleCompletion releases the slot of the tree a completion names (its
+// key); the value is not read.
 func (s *Stage) HandleCompletion(_ context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
 	s.TreeDone(string(rec.Key))
 	return nil, nil

@@ -288,7 +288,7 @@ func TestTreeCapHoldsRootPrompts(t *testing.T) {
 		t.Fatal("second tree never admitted after the first completed")
 	}
 	specs := s.Specs()
-	if len(specs) != 3 || specs[2].Inputs[0] != cat.Topic(topics.Credited) || specs[2].Name != "generate-completions-test" ||
+	if len(specs) != 3 || specs[2].Inputs[0] != cat.Topic(topics.Completions) || specs[2].Name != "generate-completions-test" ||
 		specs[1].Inputs[0] != cat.Topic(topics.Refinements) || specs[0].Inputs[0] != cat.Topic(topics.Prompts) {
 		t.Fatalf("specs %+v", specs)
 	}
