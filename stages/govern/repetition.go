@@ -3,7 +3,6 @@ package govern
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -208,42 +207,86 @@ func (d *RepetitionDetector) Decide(st RepetitionStats) bool {
 }
 
 // textUnits splits text into words, punctuation characters and line breaks,
-// hashed; other white space separates units and is dropped.
+// hashed; other white space and invalid UTF-8 separate units and are
+// dropped.
 func textUnits(s string) []uint64 {
 	units := make([]uint64, 0, len(s)/3)
-	h := fnv.New64a()
 	word := -1
-	flush := func(end int) {
-		if word >= 0 {
-			h.Reset()
-			h.Write([]byte(s[word:end]))
-			units = append(units, h.Sum64())
-			word = -1
+	for i := 0; i < len(s); {
+		r, n := rune(s[i]), 1
+		var class byte
+		if r < utf8.RuneSelf {
+			class = asciiClass[r]
+		} else {
+			r, n = utf8.DecodeRuneInString(s[i:])
+			class = runeClass(r)
 		}
-	}
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError:
-			flush(i)
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_':
+		if class == unitWord {
 			if word < 0 {
 				word = i
 			}
+			i += n
 			continue
-		case r == '\n':
-			flush(i)
+		}
+		if word >= 0 {
+			units = append(units, fnv64a(s[word:i]))
+			word = -1
+		}
+		switch class {
+		case unitNewline:
 			units = append(units, '\n')
-		case unicode.IsSpace(r):
-			flush(i)
-		default:
-			flush(i)
+		case unitPunct:
 			// Punctuation hashes apart from words: words hash with FNV,
 			// punctuation is its code point with the top bit set.
 			units = append(units, 1<<63|uint64(r))
 		}
+		i += n
 	}
-	flush(len(s))
+	if word >= 0 {
+		units = append(units, fnv64a(s[word:]))
+	}
 	return units
+}
+
+// The classes of characters for textUnits.
+const (
+	unitSeparator byte = iota // white space, invalid UTF-8: dropped
+	unitWord                  // letters, digits, '_'
+	unitNewline
+	unitPunct // anything else
+)
+
+// asciiClass is runeClass of every ASCII character: most of a response is
+// ASCII, classified without the unicode tables.
+var asciiClass = func() (t [utf8.RuneSelf]byte) {
+	for r := range t {
+		t[r] = runeClass(rune(r))
+	}
+	return t
+}()
+
+func runeClass(r rune) byte {
+	switch {
+	case r == utf8.RuneError:
+		return unitSeparator
+	case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_':
+		return unitWord
+	case r == '\n':
+		return unitNewline
+	case unicode.IsSpace(r):
+		return unitSeparator
+	}
+	return unitPunct
+}
+
+// fnv64a is FNV-1a, 64 bits, of s (hash/fnv's New64a without its calls).
+func fnv64a(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // tailLoop finds the period p <= maxPeriod whose verbatim repetition at the
@@ -275,7 +318,8 @@ func duplicateNGrams(u []uint64, n int) float64 {
 		return 0
 	}
 	total := len(u) - n + 1
-	seen := make(map[uint64]struct{}, total)
+	set := newHashSet(total)
+	defer set.release()
 	dup := 0
 	for i := 0; i < total; i++ {
 		// Polynomial combination of the n unit hashes.
@@ -283,13 +327,66 @@ func duplicateNGrams(u []uint64, n int) float64 {
 		for _, x := range u[i : i+n] {
 			h = (h ^ x) * 1099511628211
 		}
-		if _, ok := seen[h]; ok {
+		if !set.add(h) {
 			dup++
-		} else {
-			seen[h] = struct{}{}
 		}
 	}
 	return float64(dup) / float64(total)
+}
+
+// hashSet is a set of 64-bit hashes: open addressing, linear probing, at
+// most half full, its table reused across calls (a map of the n-grams was
+// most of the detector's time).
+type hashSet struct {
+	slots []uint64 // 0 is a free slot; the hash 0 is held by hasZero
+	mask  uint64
+	// hasZero says whether 0 is in the set.
+	hasZero bool
+}
+
+var hashSets = sync.Pool{New: func() any { return new(hashSet) }}
+
+// newHashSet returns an empty set with room for n hashes.
+func newHashSet(n int) *hashSet {
+	s := hashSets.Get().(*hashSet)
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	if cap(s.slots) >= size {
+		s.slots = s.slots[:size]
+		clear(s.slots)
+	} else {
+		s.slots = make([]uint64, size)
+	}
+	s.mask, s.hasZero = uint64(size-1), false
+	return s
+}
+
+func (s *hashSet) release() {
+	// Tables of huge responses are not kept.
+	if cap(s.slots) <= 1<<20 {
+		hashSets.Put(s)
+	}
+}
+
+// add inserts h and reports whether it was new.
+func (s *hashSet) add(h uint64) bool {
+	if h == 0 {
+		was := s.hasZero
+		s.hasZero = true
+		return !was
+	}
+	// The n-gram hashes are FNV products: their high bits are mixed best.
+	for i := (h ^ h>>32) & s.mask; ; i = (i + 1) & s.mask {
+		switch s.slots[i] {
+		case 0:
+			s.slots[i] = h
+			return true
+		case h:
+			return false
+		}
+	}
 }
 
 // compressionRatio is the deflated size of b over its size.

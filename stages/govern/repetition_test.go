@@ -5,13 +5,17 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -274,5 +278,101 @@ func BenchmarkRepetition(b *testing.B) {
 			base := time.Now().Sub(t0)
 			b.ReportMetric(float64(full)/float64(base), "x_deflate")
 		})
+	}
+}
+
+// TestUnitsAndNGramsMatchTheirDefinitions checks textUnits against the
+// definition written plainly (hash/fnv per word, unicode tables for every
+// character) and duplicateNGrams against a map of the n-grams seen, on the
+// examples, on code and on random text with non-ASCII, invalid UTF-8 and
+// unusual white space.
+func TestUnitsAndNGramsMatchTheirDefinitions(t *testing.T) {
+	plainUnits := func(s string) []uint64 {
+		var units []uint64
+		word := -1
+		flush := func(end int) {
+			if word >= 0 {
+				h := fnv.New64a()
+				h.Write([]byte(s[word:end]))
+				units = append(units, h.Sum64())
+				word = -1
+			}
+		}
+		for i, r := range s {
+			switch {
+			case r == utf8.RuneError:
+				flush(i)
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_':
+				if word < 0 {
+					word = i
+				}
+			case r == '\n':
+				flush(i)
+				units = append(units, '\n')
+			case unicode.IsSpace(r):
+				flush(i)
+			default:
+				flush(i)
+				units = append(units, 1<<63|uint64(r))
+			}
+		}
+		flush(len(s))
+		return units
+	}
+	plainNGrams := func(u []uint64, n int) float64 {
+		if len(u) < n {
+			return 0
+		}
+		seen := map[uint64]bool{}
+		dup := 0
+		for i := 0; i+n <= len(u); i++ {
+			var h uint64 = 1469598103934665603
+			for _, x := range u[i : i+n] {
+				h = (h ^ x) * 1099511628211
+			}
+			if seen[h] {
+				dup++
+			}
+			seen[h] = true
+		}
+		return float64(dup) / float64(len(u)-n+1)
+	}
+	var texts []string
+	for _, e := range append(loopingExamples(t), normalExamples(t)...) {
+		texts = append(texts, e.text)
+	}
+	src, err := os.ReadFile("repetition.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts = append(texts, string(src), "", "x", "é", "\xff", "a\xffb", "日本語 テキスト\u00a0x\u0085y\u2028z\vq\fr\u00ad", "\ufffd\ufffdab\ufffd")
+	pieces := []string{"def", " ", "\n", "\t", "_x1", "(", ")", "é", "日本", "\xff", "\xe2\x82", "\ufffd", "\u00a0", "\u0085", "\v", "\x00", "٣", "ǅ", "\r\n"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		var b strings.Builder
+		for range rng.IntN(400) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		texts = append(texts, b.String())
+	}
+	for i, s := range texts {
+		got, want := textUnits(s), plainUnits(s)
+		if !slices.Equal(got, want) {
+			t.Fatalf("text %d (%.40q): %d units, want %d", i, s, len(got), len(want))
+		}
+		for _, n := range []int{1, 3, 12} {
+			if g, w := duplicateNGrams(got, n), plainNGrams(want, n); g != w {
+				t.Fatalf("text %d, n=%d: duplicate share %v, want %v", i, n, g, w)
+			}
+		}
+	}
+	// Hashes that collide in the table's slot, and the hash 0.
+	s := newHashSet(4)
+	defer s.release()
+	for _, h := range []uint64{0, 1 << 40, 2 << 40, 0, 1 << 40, 3, 3 | 1<<40} {
+		_ = s.add(h)
+	}
+	if s.add(0) || s.add(2<<40) || !s.add(5) || !s.add(4<<40) || s.add(3|1<<40) {
+		t.Fatal("hash set membership")
 	}
 }
