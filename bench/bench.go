@@ -104,22 +104,13 @@ type MemoryConfig struct {
 }
 
 // Bound is the documented bound, in MiB, on the peak RSS of stage's
-// process (BENCHMARKS.md gives the reasons): 128 for the stateless stages,
-// 256 for credit (open trees), and for emit 64 plus sixteen times the
-// batch size bound per partition (an open batch per partition, held
-// several times over while it is encoded, doubled by the garbage
-// collector's target).
+// process: its memory budget (stages.MemoryBudgetMB) over the benchmark's
+// partitions, unless BoundsMB overrides it.
 func (c Config) Bound(stage string) int {
 	if b := c.Memory.BoundsMB[stage]; b > 0 {
 		return b
 	}
-	switch stage {
-	case "credit":
-		return 256
-	case "emit":
-		return 64 + 16*c.Partitions*c.Emit.MaxBytes/mib
-	}
-	return 128
+	return stages.MemoryBudgetMB(stage, topics.Catalog{Partitions: c.Partitions}, c.Emit.MaxBytes)
 }
 
 // SandboxBound is the bound, in MiB, on execute's sandbox processes

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -27,7 +29,17 @@ type OverheadResult struct {
 	// PipelinePrefix and RawPrefix name the two runs' topics (deleted
 	// afterwards unless Config.Keep).
 	PipelinePrefix, RawPrefix string
+	// PipelineGC and RawGC are the collector's target (GOGC) each side ran
+	// with.
+	PipelineGC, RawGC int
 }
+
+// RawGCPercent is the collector's target of the raw side: Go's default,
+// as a plain kafka-go program runs. It is also the faster one for it here:
+// the raw side runs with every record of the run in memory (its plan), and
+// with the stages' target of 300 its heap grows several times larger and
+// the raw loops ran at about two thirds of the speed.
+const RawGCPercent = 100
 
 // Ratio is pipeline samples/s over raw samples/s.
 func (r OverheadResult) Ratio() float64 { return r.Pipeline.Rate() / max(r.Raw.Rate(), 1e-9) }
@@ -39,11 +51,11 @@ func (r OverheadResult) String() string {
 	fmt.Fprintf(&b, "  machine   %s\n", r.Machine)
 	fmt.Fprintf(&b, "  workload  %d tasks x %d trees = %d trees, %d samples; %d records, %.1f MB over prompts→candidates→executions→samples(+refinements)→credited(+completions)→batches\n",
 		r.Tasks, r.TreesPerTask, r.Pipeline.Trees, r.Pipeline.Samples, r.Records, float64(r.Bytes)/1e6)
-	fmt.Fprintf(&b, "  pipeline  %8.1f samples/s (%d samples in %s; %s with consumer start-up; %s CPU per sample)\n",
-		r.Pipeline.Rate(), r.Pipeline.Samples, r.Pipeline.Active.Round(time.Millisecond), r.Pipeline.Wall.Round(time.Millisecond), r.Pipeline.CPUPerSample().Round(time.Microsecond))
+	fmt.Fprintf(&b, "  pipeline  %8.1f samples/s (%d samples in %s; %s with consumer start-up; %s CPU per sample; GOGC %d)\n",
+		r.Pipeline.Rate(), r.Pipeline.Samples, r.Pipeline.Active.Round(time.Millisecond), r.Pipeline.Wall.Round(time.Millisecond), r.Pipeline.CPUPerSample().Round(time.Microsecond), r.PipelineGC)
 	fmt.Fprintf(&b, "  stages    %s (records in, mean handler time)\n", r.Pipeline.stagesString())
-	fmt.Fprintf(&b, "  raw       %8.1f samples/s (%d samples in %s; %s with consumer start-up; %s CPU per sample)\n",
-		r.Raw.Rate(), r.Raw.Samples, r.Raw.Active.Round(time.Millisecond), r.Raw.Wall.Round(time.Millisecond), r.Raw.CPUPerSample().Round(time.Microsecond))
+	fmt.Fprintf(&b, "  raw       %8.1f samples/s (%d samples in %s; %s with consumer start-up; %s CPU per sample; GOGC %d)\n",
+		r.Raw.Rate(), r.Raw.Samples, r.Raw.Active.Round(time.Millisecond), r.Raw.Wall.Round(time.Millisecond), r.Raw.CPUPerSample().Round(time.Microsecond), r.RawGC)
 	fmt.Fprintf(&b, "  topics    %s* (pipeline), %s* (raw)\n", r.PipelinePrefix, r.RawPrefix)
 	fmt.Fprintf(&b, "  ratio     %.2f (target >= %.1f: %s)\n", r.Ratio(), OverheadTarget, ratioVerdict(r.Ratio(), OverheadTarget))
 	return b.String()
@@ -68,6 +80,7 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 	}
 	res.PipelinePrefix = cat.Prefix
 	v := NewVerdict(ts)
+	res.PipelineGC = gcPercent()
 	res.Pipeline, err = runPipeline(ctx, b, cat, c, executeWith{runner: v}, ts, c.submitConfig("bench-overhead", c.TreesPerTask), logw)
 	if err != nil {
 		return res, fmt.Errorf("overhead: pipeline: %w", err)
@@ -89,10 +102,21 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 		return res, fmt.Errorf("overhead: topics hold %d samples of %d trees, batches %d of %d", p.samples, p.trees, res.Pipeline.Samples, res.Pipeline.Trees)
 	}
 	res.Records, res.Bytes = p.records, p.bytes
+	prev := debug.SetGCPercent(RawGCPercent)
+	res.RawGC = RawGCPercent
+	runtime.GC() // what building the plan left is not the raw side's
 	res.Raw, err = runRaw(ctx, b, rawCat, p, c.RunTimeout)
+	debug.SetGCPercent(prev)
 	if err != nil {
 		return res, fmt.Errorf("overhead: raw: %w", err)
 	}
 	res.Machine.finish()
 	return res, nil
+}
+
+// gcPercent is the collector's current target.
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
 }

@@ -114,3 +114,31 @@ func Add(ctx context.Context, w Wiring, names []string) (release func(), err err
 	}
 	return release, nil
 }
+
+// MemoryBudgetMB is the memory, in MiB, a process running the stage name
+// alone is budgeted (BENCHMARKS.md gives the reasons; `murphy bench memory`
+// measures it): 128 for the stateless stages, 256 for credit (open trees),
+// and for emit 64 plus sixteen times emitMaxBytes per partition of the
+// catalog (an open batch per partition, held several times over while it
+// is encoded, with the collector's headroom).
+func MemoryBudgetMB(name string, cat topics.Catalog, emitMaxBytes int) int {
+	switch name {
+	case "credit":
+		return 256
+	case "emit":
+		return 64 + 16*max(cat.Partitions, 1)*emitMaxBytes>>20
+	}
+	return 128
+}
+
+// MemoryLimitMB is the soft memory limit of a process running the stages
+// names (pipeline.GCConfig): five eighths of their budgets together. The
+// rest is for what the limit does not count (the mapped binary, about 25
+// MiB of a stage's resident set) and the collector's overshoot.
+func MemoryLimitMB(names []string, cat topics.Catalog, emitMaxBytes int) int {
+	sum := 0
+	for _, n := range names {
+		sum += MemoryBudgetMB(n, cat, emitMaxBytes)
+	}
+	return sum * 5 / 8
+}

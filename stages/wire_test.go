@@ -49,3 +49,30 @@ func TestAddWiresTheNamedStages(t *testing.T) {
 		t.Fatalf("Index: credit %d, judge %d", Index("credit"), Index("judge"))
 	}
 }
+
+func TestMemoryLimits(t *testing.T) {
+	cat := topics.Catalog{Prefix: "t.", Partitions: 8}
+	const maxBytes = 8 << 20
+	for _, tc := range []struct {
+		names  []string
+		budget int
+		limit  int
+	}{
+		{[]string{"generate"}, 128, 80},
+		{[]string{"credit"}, 256, 160},
+		// 64 + 16 x 8 MiB x 8 partitions.
+		{[]string{"emit"}, 1088, 680},
+		{Names, 3*128 + 256 + 1088, (3*128 + 256 + 1088) * 5 / 8},
+	} {
+		budget := 0
+		for _, n := range tc.names {
+			budget += MemoryBudgetMB(n, cat, maxBytes)
+		}
+		if budget != tc.budget {
+			t.Errorf("%v: budget %d MiB, want %d", tc.names, budget, tc.budget)
+		}
+		if got := MemoryLimitMB(tc.names, cat, maxBytes); got != tc.limit {
+			t.Errorf("%v: limit %d MiB, want %d", tc.names, got, tc.limit)
+		}
+	}
+}

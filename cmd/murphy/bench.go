@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/murphy-rl/murphy/bench"
+	"github.com/murphy-rl/murphy/pipeline"
 )
 
 // benchOptions are the settings of `murphy bench` beyond bench.Config.
@@ -140,8 +141,17 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 		return err
 	}
 	defer b.Close()
-	fmt.Fprintf(stdout, "murphy bench: %s, %d tasks, group sizes %v, %d turns, emit batch age %s, simulated policy (not a model)\n\n",
-		b, len(ts), cfg.GroupSizes, cfg.Turns, cfg.Emit.MaxAge)
+	// The pipelines of the overhead and bottleneck runs are in this
+	// process, with the collector's production target. Its memory limit is
+	// left off: the process also holds the raw side's plan (every record of
+	// the run, hundreds of megabytes), which the limit of the stages would
+	// make the collector chase. `murphy bench memory` runs each stage as
+	// its own process, under its limit.
+	gcc := pipeline.DefaultGCConfig()
+	gcc.MemoryLimitMB = -1
+	gc := gcc.Apply(0)
+	fmt.Fprintf(stdout, "murphy bench: %s, %d tasks, group sizes %v, %d turns, emit batch age %s, %s, simulated policy (not a model)\n\n",
+		b, len(ts), cfg.GroupSizes, cfg.Turns, cfg.Emit.MaxAge, gc)
 	var missed []string
 	for _, w := range which {
 		switch w {

@@ -125,6 +125,7 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		return err
 	}
 	log := stderrLogger(cfg)
+	log.Debug("collector", "settings", cfg.applyGC(stageNames))
 
 	broker, err := pipeline.StartEmbedded(pipeline.EmbeddedConfig{Partitions: cfg.Topics.Partitions, DataDir: opt.DataDir})
 	if err != nil {

@@ -40,6 +40,7 @@ func newOneStageCmd(name string) *cobra.Command {
 				return &exitError{code: 2, err: err}
 			}
 			log := stderrLogger(&cfg).With("stage", name)
+			log.Info("collector", "settings", cfg.applyGC([]string{name}))
 			ctx := cmd.Context()
 			if cfg.Kafka.ClientID == "murphy" {
 				cfg.Kafka.ClientID = "murphy-" + name

@@ -31,12 +31,14 @@ type Config struct {
 	// TaskCache bounds the tasks held in memory by each stage's task table.
 	TaskCache int `yaml:"task_cache"`
 	// LogLevel is debug, info, warn or error.
-	LogLevel string          `yaml:"log_level"`
-	Execute  execute.Config  `yaml:"execute"`
-	Generate generate.Config `yaml:"generate"`
-	Govern   govern.Config   `yaml:"govern"`
-	Credit   credit.Config   `yaml:"credit"`
-	Emit     emit.Config     `yaml:"emit"`
+	LogLevel string `yaml:"log_level"`
+	// GC sets the process's garbage collector.
+	GC       pipeline.GCConfig `yaml:"gc"`
+	Execute  execute.Config    `yaml:"execute"`
+	Generate generate.Config   `yaml:"generate"`
+	Govern   govern.Config     `yaml:"govern"`
+	Credit   credit.Config     `yaml:"credit"`
+	Emit     emit.Config       `yaml:"emit"`
 }
 
 // stageNames in dataflow order.
@@ -45,7 +47,7 @@ var stageNames = stages.Names
 func defaultConfig() Config {
 	k := pipeline.DefaultKafkaConfig()
 	return Config{
-		Kafka: k, Topics: topics.DefaultCatalog(), TaskCache: 4096, LogLevel: "info",
+		Kafka: k, Topics: topics.DefaultCatalog(), TaskCache: 4096, LogLevel: "info", GC: pipeline.DefaultGCConfig(),
 		Execute: execute.DefaultConfig(), Generate: generate.DefaultConfig(), Govern: govern.DefaultConfig(),
 		Credit: credit.DefaultConfig(), Emit: emit.DefaultConfig(),
 	}
@@ -55,6 +57,7 @@ func defaultConfig() Config {
 func bindCommon(fs *pflag.FlagSet, c *Config) {
 	walkPrefix(fs, "kafka.", &c.Kafka)
 	walkPrefix(fs, "topics.", &c.Topics)
+	walkPrefix(fs, "gc.", &c.GC)
 	fs.StringVar(&c.HTTPAddr, "http_addr", c.HTTPAddr, "serve /metrics, /healthz and /readyz on this address")
 	fs.IntVar(&c.TaskCache, "task_cache", c.TaskCache, "tasks held in memory per stage")
 	fs.StringVar(&c.LogLevel, "log_level", c.LogLevel, "debug, info, warn or error")
@@ -77,7 +80,7 @@ func bindStage(fs *pflag.FlagSet, c *Config, name string) {
 }
 
 func (c *Config) validate(stages []string) error {
-	errs := []error{c.Kafka.Validate(), c.Topics.Validate()}
+	errs := []error{c.Kafka.Validate(), c.Topics.Validate(), c.GC.Validate()}
 	for _, s := range stages {
 		var err error
 		switch s {
@@ -99,6 +102,12 @@ func (c *Config) validate(stages []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// applyGC sets the collector of a process running the stages names and
+// says how it runs.
+func (c *Config) applyGC(names []string) string {
+	return c.GC.Apply(stages.MemoryLimitMB(names, c.Topics, c.Emit.MaxBytes))
 }
 
 func newLogger(level string, w io.Writer) *slog.Logger {
