@@ -445,8 +445,16 @@ func (p *processor) emit(ot *openTree) {
 	}
 	ot.emitting, ot.pending = true, false
 	p.unacked++
+	tree := ot.t.ID()
 	p.s.prod.ProduceAsync([]pipeline.Out{out}, func(err error) {
 		e.err = err
+		if err == nil {
+			// The completion goes out once the tree is on the log, also
+			// when the partition is idle (settle waits for its next
+			// record or tick); from a goroutine of its own, as a
+			// producer's callback must not wait on the producer.
+			go p.complete(tree, e.completion)
+		}
 		p.mu.Lock()
 		p.emitted = append(p.emitted, e)
 		p.mu.Unlock()
@@ -487,7 +495,6 @@ func (p *processor) settle() error {
 		m.DroppedSamples.Add(float64(e.stats.DroppedSamples))
 		p.drop(ot)
 		p.remember(ot.t.ID(), e.maxpos)
-		p.complete(ot.t.ID(), e.completion)
 	}
 	return errors.Join(errs...)
 }
