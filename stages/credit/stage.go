@@ -150,9 +150,6 @@ type emission struct {
 	maxpos     int64
 	incomplete bool
 	stats      Stats
-	// completion is the encoded topics.Completion written once the tree
-	// is acknowledged.
-	completion []byte
 	err        error
 }
 
@@ -432,7 +429,7 @@ func (p *processor) emit(ot *openTree) {
 		p.remember(ot.t.ID(), p.maxpos)
 		return
 	}
-	e := emission{ot: ot, maxpos: p.maxpos, incomplete: ct.Incomplete, stats: st, completion: done}
+	e := emission{ot: ot, maxpos: p.maxpos, incomplete: ct.Incomplete, stats: st}
 	out := pipeline.Out{
 		Topic: p.s.credited,
 		Key:   ot.t.ID(),
@@ -445,16 +442,8 @@ func (p *processor) emit(ot *openTree) {
 	}
 	ot.emitting, ot.pending = true, false
 	p.unacked++
-	tree := ot.t.ID()
 	p.s.prod.ProduceAsync([]pipeline.Out{out}, func(err error) {
 		e.err = err
-		if err == nil {
-			// The completion goes out once the tree is on the log, also
-			// when the partition is idle (settle waits for its next
-			// record or tick); from a goroutine of its own, as a
-			// producer's callback must not wait on the producer.
-			go p.complete(tree, e.completion)
-		}
 		p.mu.Lock()
 		p.emitted = append(p.emitted, e)
 		p.mu.Unlock()
@@ -463,6 +452,7 @@ func (p *processor) emit(ot *openTree) {
 		default:
 		}
 	})
+	p.complete(ot.t.ID(), done)
 }
 
 // settle applies the emissions the producer finished: an acknowledged tree
@@ -499,12 +489,14 @@ func (p *processor) settle() error {
 	return errors.Join(errs...)
 }
 
-// complete writes the completion of an acknowledged tree, without waiting
-// and without retrying: generate's admission reads completions to free the
-// tree's slot, and frees it after its tree_ttl when one is lost (as it is
-// when the process stops between the two writes). Writing it only after
-// the tree is acknowledged keeps a failed completion from writing the tree
-// twice, and a completion from naming a tree that is not on the log.
+// complete writes the completion of a tree right behind the tree (the
+// ordered producer sends both in one write when it can), without waiting
+// and without retrying. It is a hint for generate's admission, which frees
+// a slot whose completion never comes after its tree_ttl; written beside
+// the tree rather than after its acknowledgement, it frees the slot a
+// round trip sooner. A completion that fails does not write its tree
+// again; a tree whose write fails is emitted again with a new completion
+// (generate ignores completions of trees it has already freed).
 func (p *processor) complete(tree string, value []byte) {
 	m := p.s.m
 	p.s.prod.ProduceAsync([]pipeline.Out{{Topic: p.s.completions, Key: tree, Value: value}}, func(err error) {
