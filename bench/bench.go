@@ -60,7 +60,9 @@ type Config struct {
 	GroupSizes []int `yaml:"group_sizes"`
 	// Turns is the depth of every tree.
 	Turns int `yaml:"turns"`
-	// TreesPerTask sizes the overhead run.
+	// TreesPerTask sizes the overhead run: 160 (about 20,000 samples) so
+	// that the figure is the pipeline's steady state rather than the fill
+	// and drain of generate's waves of trees in flight.
 	TreesPerTask int `yaml:"trees_per_task"`
 	// BottleneckTreesPerTask sizes the bottleneck run (real sandbox).
 	BottleneckTreesPerTask int `yaml:"bottleneck_trees_per_task"`
@@ -159,7 +161,7 @@ func DefaultConfig() Config {
 		Partitions:             4,
 		GroupSizes:             []int{2},
 		Turns:                  2,
-		TreesPerTask:           40,
+		TreesPerTask:           160,
 		BottleneckTreesPerTask: 8,
 		VerdictConcurrency:     16,
 		Seed:                   1,
