@@ -10,10 +10,11 @@ import (
 // GCConfig sets the Go garbage collector of a murphy process. A stage
 // allocates about a record's worth of memory for every record it decodes
 // and encodes and keeps little of it alive, so with Go's default target
-// (GOGC=100, a collection each time the heap doubles its live part)
-// collections, and the allocations they slow, were about a fifth of the
-// pipeline's CPU. A higher target collects less often; the soft memory
-// limit keeps that from taking the process past its memory budget.
+// (GOGC=100, a collection each time the heap doubles its live part) it
+// collects often: the pipeline spent about a fifth more CPU per sample at
+// 100 than at 300 (BENCHMARKS.md). A higher target collects less often;
+// the soft memory limit keeps that from taking the process past its memory
+// budget.
 type GCConfig struct {
 	// Percent is the collector's target (GOGC): a collection starts when
 	// the heap has grown this many percent over what the last one left
