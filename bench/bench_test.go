@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,5 +245,25 @@ func TestBounds(t *testing.T) {
 	c.Execute.Sandbox.Workers = 3
 	if got := c.SandboxBound(); got != 3*c.Execute.Sandbox.SlotMemoryMB {
 		t.Errorf("SandboxBound() = %d with 3 workers", got)
+	}
+}
+
+func TestOverheadSeriesMedian(t *testing.T) {
+	run := func(pipeline, raw int) OverheadResult {
+		return OverheadResult{Pipeline: Run{Samples: pipeline, Active: time.Second}, Raw: Run{Samples: raw, Active: time.Second}}
+	}
+	odd := OverheadSeries{run(60, 100), run(40, 100), run(50, 100)}
+	if got := odd.Ratio(); got != 0.5 {
+		t.Fatalf("median of 0.6, 0.4, 0.5 = %v", got)
+	}
+	even := OverheadSeries{run(30, 100), run(70, 100), run(45, 100), run(50, 100)}
+	if got := even.Ratio(); math.Abs(got-0.475) > 1e-12 {
+		t.Fatalf("median of 0.3, 0.7, 0.45, 0.5 = %v", got)
+	}
+	if s := odd.String(); !strings.Contains(s, "ratios 0.60 0.40 0.50; median 0.50 (target >= 0.5: meets)") {
+		t.Fatalf("summary %q", s)
+	}
+	if (OverheadSeries{}).Ratio() != 0 {
+		t.Fatal("empty series")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,4 +120,40 @@ func gcPercent() int {
 	p := debug.SetGCPercent(-1)
 	debug.SetGCPercent(p)
 	return p
+}
+
+// OverheadSeries is several overhead runs one after the other: the
+// machine's state moves a single run's figures by a fifth either way, so
+// the series' figure is the median of its runs' ratios.
+type OverheadSeries []OverheadResult
+
+// Ratio is the median of the runs' ratios (0 for no run).
+func (s OverheadSeries) Ratio() float64 {
+	r := make([]float64, len(s))
+	for i, x := range s {
+		r[i] = x.Ratio()
+	}
+	return median(r)
+}
+
+func (s OverheadSeries) String() string {
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = fmt.Sprintf("%.2f", x.Ratio())
+	}
+	return fmt.Sprintf("overhead over %d runs: ratios %s; median %.2f (target >= %.1f: %s)\n",
+		len(s), strings.Join(parts, " "), s.Ratio(), OverheadTarget, ratioVerdict(s.Ratio(), OverheadTarget))
+}
+
+// median of xs (the mean of the middle two for an even count; 0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
