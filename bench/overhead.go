@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -81,7 +82,7 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 	}
 	res.PipelinePrefix = cat.Prefix
 	v := NewVerdict(ts)
-	res.PipelineGC = gcPercent()
+	res.PipelineGC = pipeline.GCPercent()
 	res.Pipeline, err = runPipeline(ctx, b, cat, c, executeWith{runner: v}, ts, c.submitConfig("bench-overhead", c.TreesPerTask), logw)
 	if err != nil {
 		return res, fmt.Errorf("overhead: pipeline: %w", err)
@@ -113,13 +114,6 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 	}
 	res.Machine.finish()
 	return res, nil
-}
-
-// gcPercent is the collector's current target.
-func gcPercent() int {
-	p := debug.SetGCPercent(-1)
-	debug.SetGCPercent(p)
-	return p
 }
 
 // OverheadSeries is several overhead runs one after the other: the

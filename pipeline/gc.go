@@ -58,11 +58,17 @@ func (c GCConfig) Apply(derivedMB int) string {
 	if os.Getenv("GOMEMLIMIT") == "" && limit > 0 {
 		debug.SetMemoryLimit(int64(limit) << 20)
 	}
-	percent := debug.SetGCPercent(-1)
-	debug.SetGCPercent(percent)
+	percent := GCPercent()
 	mem := "none"
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
 		mem = fmt.Sprintf("%d MiB", l>>20)
 	}
 	return fmt.Sprintf("gc percent %d, memory limit %s", percent, mem)
+}
+
+// GCPercent is the collector's current target (GOGC; -1 when off).
+func GCPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
 }
