@@ -83,6 +83,7 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 	res.PipelinePrefix = cat.Prefix
 	v := NewVerdict(ts)
 	res.PipelineGC = pipeline.GCPercent()
+	freshHeap()
 	res.Pipeline, err = runPipeline(ctx, b, cat, c, executeWith{runner: v}, ts, c.submitConfig("bench-overhead", c.TreesPerTask), logw)
 	if err != nil {
 		return res, fmt.Errorf("overhead: pipeline: %w", err)
@@ -106,7 +107,7 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 	res.Records, res.Bytes = p.records, p.bytes
 	prev := debug.SetGCPercent(RawGCPercent)
 	res.RawGC = RawGCPercent
-	runtime.GC() // what building the plan left is not the raw side's
+	freshHeap()
 	res.Raw, err = runRaw(ctx, b, rawCat, p, c.RunTimeout)
 	debug.SetGCPercent(prev)
 	if err != nil {
@@ -114,6 +115,18 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 	}
 	res.Machine.finish()
 	return res, nil
+}
+
+// freshHeap collects what earlier work left (the previous run, building
+// the plan) and returns the free memory to the OS, so that each side starts
+// like a fresh process that has only its own live data: without it a run
+// after another inherited the other's heap, either a collector target set
+// by the previous run's plan (no collection for gigabytes, every page new
+// to the process) or pages already mapped (none new), and runs of a series
+// differed from the first by a fifth.
+func freshHeap() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // OverheadSeries is several overhead runs one after the other: the
