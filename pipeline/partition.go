@@ -170,6 +170,13 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 					rt.fail(err)
 					return
 				}
+				if gctx.Err() != nil {
+					// The partition was released (shutdown, rebalance)
+					// while the tick ran: Close, or the partition's next
+					// owner, does what it left undone.
+					rt.log.Debug("tick cut short: partition released", "stage", s.Name, "partition", pa.ID, "error", err)
+					return
+				}
 				rt.log.Warn("tick failed", "stage", s.Name, "partition", pa.ID, "error", err)
 			}
 			commit()
