@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -125,8 +124,7 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 // to the process) or pages already mapped (none new), and runs of a series
 // differed from the first by a fifth.
 func freshHeap() {
-	runtime.GC()
-	debug.FreeOSMemory()
+	debug.FreeOSMemory() // a full collection, then the free memory returned
 }
 
 // OverheadSeries is several overhead runs one after the other: the
