@@ -159,3 +159,43 @@ func BenchmarkCandidateCodec(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/roundtrip")
 }
+
+// A completion round-trips, and one without a tree id or with a negative
+// sample count is refused on both sides of the wire.
+func TestCompletionRecord(t *testing.T) {
+	at := time.Unix(1700000000, 0).UTC()
+	c := &Completion{SchemaVersion: SchemaVersion, TreeID: "run/t/0", TaskID: "t", Incomplete: true, Samples: 7, CreditedAt: at}
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Completion
+	if err := Decode(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != *c {
+		t.Fatalf("round trip: %+v, want %+v", got, *c)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(*Completion)
+		kind ErrorKind
+	}{
+		{"no tree id", func(c *Completion) { c.TreeID = "" }, ErrMissingField},
+		{"negative samples", func(c *Completion) { c.Samples = -1 }, ErrInvalidField},
+	} {
+		bad := *c
+		tc.mut(&bad)
+		if _, err := Encode(&bad); err == nil {
+			t.Errorf("%s: encoded", tc.name)
+		}
+		raw, err := jsonMarshalUnchecked(&bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var te *Error
+		if err := Decode(raw, &Completion{}); !errors.As(err, &te) || te.Kind != tc.kind {
+			t.Errorf("%s: decode error %v, want kind %s", tc.name, err, tc.kind)
+		}
+	}
+}
