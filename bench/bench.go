@@ -74,7 +74,8 @@ type Config struct {
 	Seed int64 `yaml:"seed"`
 	// RunTimeout bounds one pipeline run.
 	RunTimeout time.Duration `yaml:"run_timeout"`
-	// Generate configures the generate stage (production defaults).
+	// Generate configures the generate stage (production defaults, except
+	// no cap on trees in flight: DefaultConfig).
 	Generate generate.Config `yaml:"generate"`
 	// Execute configures the execute stage and its sandbox pool (half the
 	// CPUs by default; see DefaultConfig).
@@ -147,6 +148,12 @@ const BenchEmitMaxAge = 100 * time.Millisecond
 // own monitoring, as execute's own machines would in a deployment.
 func DefaultConfig() Config {
 	gen := generate.DefaultConfig()
+	// Every tree of the run is admitted at once, as the raw baseline seeds
+	// every root prompt at once: the production cap on trees in flight is
+	// flow control (it bounds what credit holds open), not work, and with
+	// it the stages see the workload in waves the baseline never waits for.
+	// --max-trees-in-flight sets it.
+	gen.MaxTreesInFlight = 0
 	ex := execute.DefaultConfig()
 	ex.Sandbox.Workers = max(1, runtime.NumCPU()/2)
 	em := emit.DefaultConfig()

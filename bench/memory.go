@@ -219,7 +219,7 @@ func writeBacklog(ctx context.Context, b *Broker, c Config, ts []topics.Task, ca
 	}
 	waveTrees := c.Generate.MaxTreesInFlight
 	if waveTrees <= 0 {
-		waveTrees = 256
+		waveTrees = generate.DefaultConfig().MaxTreesInFlight // the production cap
 	}
 	wants, backlogs = make([]int, len(stageIO)), make([]int, len(stageIO))
 	for lo := 0; lo < len(roots); lo += waveTrees {

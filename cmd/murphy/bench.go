@@ -73,6 +73,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 	pf.IntVar(&cfg.Turns, "turns", cfg.Turns, "turns per tree")
 	pf.IntVar(&cfg.TreesPerTask, "trees-per-task", cfg.TreesPerTask, "trees per task of the overhead run")
 	pf.IntVar(&cfg.BottleneckTreesPerTask, "bottleneck-trees-per-task", cfg.BottleneckTreesPerTask, "trees per task of the bottleneck run")
+	pf.IntVar(&cfg.Generate.MaxTreesInFlight, "max-trees-in-flight", cfg.Generate.MaxTreesInFlight, "trees generate admits at once (0: every tree of the run, as the raw side seeds them; production default 256)")
 	pf.IntVar(&cfg.Execute.Concurrency, "execute-concurrency", cfg.Execute.Concurrency, "candidates evaluated at once by the execute stage (0 = one per sandbox)")
 	pf.IntVar(&cfg.VerdictConcurrency, "verdict-concurrency", cfg.VerdictConcurrency, "execute's concurrency with the in-process verdict (0 = as with the pool)")
 	pf.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the simulated policy and the sandbox")
