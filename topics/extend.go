@@ -9,11 +9,12 @@ import (
 )
 
 // A stage that adds fields to the record it read (execute: a candidate
-// becomes an execution; govern: an execution becomes a sample) writes the
-// record it read again, unchanged, ahead of its own fields. EncodeExecution
-// and EncodeSample reuse the bytes read for that part instead of encoding
-// it again: a record is mostly its token columns and texts, and those would
-// be encoded once more at every hop.
+// becomes an execution; govern: an execution becomes a sample; credit: each
+// sample of a tree becomes a credited sample) writes the record it read
+// again, unchanged, ahead of its own fields. EncodeExecution, EncodeSample
+// and EncodeCreditedTree reuse the bytes read for that part instead of
+// encoding it again: a record is mostly its token columns and texts, and
+// those would be encoded once more at every hop.
 //
 // The bytes are reused only when they are in this build's canonical form
 // (a JSON object written by this codec at the current schema version, which
@@ -39,6 +40,73 @@ func EncodeExecution(ex *Execution, candidate []byte) ([]byte, error) {
 func EncodeSample(s *Sample, execution []byte) ([]byte, error) {
 	return encodeExtending(s, execution, s.validateOwn, func() any { return sampleOwnOf(s) })
 }
+
+// EncodeCreditedTree encodes t like Encode. samples[i], where given (not
+// nil), must be the value t.Samples[i].Sample was decoded from, unchanged
+// since: those bytes are reused for the sample, followed by its credited
+// fields. A sample without bytes, or with bytes not in canonical form, is
+// encoded whole.
+func EncodeCreditedTree(t *CreditedTree, samples [][]byte) ([]byte, error) {
+	if len(t.Samples) == 0 {
+		return Encode(t)
+	}
+	if err := checkVersion(t); err != nil {
+		return nil, err
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	// The tree without its samples, whose "samples":null is then replaced by
+	// the array: a string cannot hold the sequence unescaped, and no field
+	// before it is named samples, so it is found at the top level.
+	head := *t
+	head.Samples = nil
+	hb, err := json.Marshal(&head)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t.recordName(), err)
+	}
+	at := bytes.Index(hb, nullSamples)
+	if at < 0 {
+		return nil, fmt.Errorf("encode %s: no samples field in %.80q", t.recordName(), hb)
+	}
+	size := len(hb) + len(t.Samples)*64
+	for _, b := range samples {
+		size += len(b)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, hb[:at]...)
+	b = append(b, `,"samples":[`...)
+	for i := range t.Samples {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		cs := &t.Samples[i]
+		var base []byte
+		if i < len(samples) {
+			base = samples[i]
+		}
+		if !bytes.HasPrefix(base, canonicalPrefix) || base[len(base)-1] != '}' {
+			whole, err := json.Marshal(cs)
+			if err != nil {
+				return nil, fmt.Errorf("encode %s: sample %s: %w", t.recordName(), cs.NodeID, err)
+			}
+			b = append(b, whole...)
+			continue
+		}
+		tail, err := json.Marshal(creditedOwn{CreditedReward: cs.CreditedReward, Advantage: cs.Advantage})
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: sample %s: %w", t.recordName(), cs.NodeID, err)
+		}
+		b = append(b, base[:len(base)-1]...)
+		b = append(b, ',')
+		b = append(b, tail[1:]...)
+	}
+	b = append(b, ']')
+	b = append(b, hb[at+len(nullSamples)-1:]...)
+	return checkSize(t, b)
+}
+
+var nullSamples = []byte(`,"samples":null,`)
 
 // encodeExtending encodes r as base followed by own(), r's own fields.
 // base was validated when it was decoded and is unchanged since: only r's
@@ -85,6 +153,13 @@ func executionOwnOf(e *Execution) *executionOwn {
 		Feedback: e.Feedback, DurationMS: e.DurationMS, Results: e.Results, SandboxError: e.SandboxError,
 		ExecutedAt: e.ExecutedAt,
 	}
+}
+
+// creditedOwn holds the fields CreditedSample declares itself, in its
+// order and with its tags.
+type creditedOwn struct {
+	CreditedReward float64 `json:"credited_reward"`
+	Advantage      float64 `json:"advantage"`
 }
 
 // sampleOwn holds the fields Sample declares itself, in its order and with

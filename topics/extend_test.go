@@ -2,6 +2,7 @@ package topics
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ func TestExtensionFieldsMatchRecords(t *testing.T) {
 	}{
 		{reflect.TypeFor[Execution](), reflect.TypeFor[executionOwn]()},
 		{reflect.TypeFor[Sample](), reflect.TypeFor[sampleOwn]()},
+		{reflect.TypeFor[CreditedSample](), reflect.TypeFor[creditedOwn]()},
 	} {
 		var declared []reflect.StructField
 		for f := range c.record.Fields() {
@@ -171,5 +173,127 @@ func TestEncodeExecutionValidatesAndOverrides(t *testing.T) {
 	var generic map[string]any
 	if err := json.Unmarshal(got, &generic); err != nil || generic["x_trace"] != "abc" || generic["status"] != StatusPassed {
 		t.Fatalf("unknown field not passed on or status not overridden: %v %v", err, generic["status"])
+	}
+}
+
+// creditedTreeOf returns a tree of n samples of one group and each
+// sample's encoding.
+func creditedTreeOf(t *testing.T, n int) (*CreditedTree, [][]byte) {
+	t.Helper()
+	tree := &CreditedTree{SchemaVersion: SchemaVersion, Config: CreditConfig{Strategy: "mars", Gamma: 0.9, Z: "1",
+		Advantage: "grpo", Epsilon: 1e-6, PruneOrder: []string{"intrap"}, IntrapK: 2}, PrunedNodes: 1,
+		CreditedAt: time.Unix(1700000300, 7).UTC()}
+	var raws [][]byte
+	for i := range n {
+		c := sampleCandidate(6 + i)
+		c.Index = i
+		c.NodeID = NodeID(c.TreeID, c.GroupID, i)
+		cb, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := executionOf(t, cb)
+		s := Sample{Execution: *ex, Route: RouteTrain, FailureCause: "wrong_answer", Reward: float64(i) / 3,
+			InGroupStats: true, LossWeights: make(Float32s, 6+i), GovernedAt: time.Unix(1700000200, 0).UTC()}
+		sb, err := Encode(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Sample
+		if err := Decode(sb, &back); err != nil {
+			t.Fatal(err)
+		}
+		tree.TreeID, tree.TaskID = back.TreeID, back.TaskID
+		tree.Samples = append(tree.Samples, CreditedSample{Sample: back, CreditedReward: 0.1 * float64(i+1), Advantage: float64(i) - 1.5})
+		raws = append(raws, sb)
+	}
+	return tree, raws
+}
+
+// The tree reuses each sample's bytes and encodes, byte for byte, what
+// Encode writes; a sample without bytes, with bytes in another form, or
+// past the end of samples is encoded whole.
+func TestEncodeCreditedTreeReusesSamples(t *testing.T) {
+	tree, raws := creditedTreeOf(t, 4)
+	want, err := Encode(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, raws[2], "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][][]byte{
+		"all":        raws,
+		"none":       nil,
+		"one nil":    {raws[0], nil, raws[2], raws[3]},
+		"short":      raws[:2],
+		"other form": {raws[0], raws[1], indented.Bytes(), raws[3]},
+	} {
+		got, err := EncodeCreditedTree(tree, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: encoded\n%.400s\nwant\n%.400s", name, got, want)
+		}
+	}
+
+	// Reused means the bytes themselves: a field unknown to this build is
+	// passed on.
+	extra := append(bytes.TrimSuffix(raws[1], []byte("}")), []byte(`,"x_trace":"abc"}`)...)
+	got, err := EncodeCreditedTree(tree, [][]byte{raws[0], extra, raws[2], raws[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, extra[:len(extra)-1]) {
+		t.Fatal("the sample's bytes were not reused")
+	}
+	var back CreditedTree
+	if err := Decode(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	var w CreditedTree
+	if err := Decode(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, w) {
+		t.Fatalf("decodes to\n%+v\nwant\n%+v", back, w)
+	}
+	var generic struct {
+		Samples []map[string]any `json:"samples"`
+	}
+	if err := json.Unmarshal(got, &generic); err != nil || len(generic.Samples) != 4 || generic.Samples[1]["x_trace"] != "abc" {
+		t.Fatalf("unknown field not passed on: %v", err)
+	}
+}
+
+// The tree is validated as Encode validates it, and a tree of no samples
+// encodes as Encode writes it.
+func TestEncodeCreditedTreeValidates(t *testing.T) {
+	tree, raws := creditedTreeOf(t, 2)
+	tree.Samples[1].Advantage = math.NaN()
+	if _, err := EncodeCreditedTree(tree, raws); err == nil {
+		t.Fatal("a tree with a NaN advantage was encoded")
+	}
+	tree.Samples[1].Advantage = math.Inf(1)
+	if _, err := EncodeCreditedTree(tree, raws); err == nil {
+		t.Fatal("a tree with an infinite advantage was encoded")
+	}
+	tree.Samples[1].Advantage = 0
+	tree.SchemaVersion = 1
+	if _, err := EncodeCreditedTree(tree, raws); err == nil {
+		t.Fatal("a tree of another version was encoded")
+	}
+	tree.SchemaVersion = SchemaVersion
+	tree.Samples[0].TreeID = "another"
+	if _, err := EncodeCreditedTree(tree, raws); err == nil {
+		t.Fatal("a tree holding another tree's sample was encoded")
+	}
+	empty := &CreditedTree{SchemaVersion: SchemaVersion, TreeID: "t1", TaskID: "x", Incomplete: true}
+	got, err := EncodeCreditedTree(empty, nil)
+	want, _ := Encode(empty)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("empty tree: %v\n%s\nwant\n%s", err, got, want)
 	}
 }

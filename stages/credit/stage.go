@@ -132,7 +132,9 @@ func (s *Stage) assign(ctx context.Context, a pipeline.Assignment) (pipeline.Par
 }
 
 type openTree struct {
-	t         *Tree
+	t *Tree
+	// raw holds the bytes each node's sample was decoded from, by node id.
+	raw       map[string][]byte
 	first     int64     // offset of the tree's first record
 	opened    time.Time // when this processor saw the first record
 	firstTime time.Time // record timestamps, for time-to-complete
@@ -141,6 +143,19 @@ type openTree struct {
 	emitting  bool // produced, not yet acknowledged: holds the watermark
 	pending   bool // its emission failed: retried on Tick
 	stuck     bool // closed at its deadline (counted once)
+}
+
+// samples returns, for each credited sample, the bytes its sample was
+// decoded from, or nil where credit changed the sample (a masked sample's
+// loss weights are zeroed).
+func (ot *openTree) samples(cs []topics.CreditedSample) [][]byte {
+	raws := make([][]byte, len(cs))
+	for i := range cs {
+		if cs[i].Route != topics.RouteMasked {
+			raws[i] = ot.raw[cs[i].NodeID]
+		}
+	}
+	return raws
 }
 
 // emission is the outcome of producing one credited tree, handed from the
@@ -280,7 +295,8 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		if err := p.admit(ctx); err != nil {
 			return err
 		}
-		ot = &openTree{t: NewTree(s.TreeID), first: rec.Offset, opened: p.s.now(), firstTime: rec.Time, lastTime: rec.Time}
+		ot = &openTree{t: NewTree(s.TreeID), raw: make(map[string][]byte, 8), first: rec.Offset, opened: p.s.now(),
+			firstTime: rec.Time, lastTime: rec.Time}
 		ot.elem = p.order.PushBack(ot)
 		p.open[s.TreeID] = ot
 		p.gauge.Set(float64(len(p.open)))
@@ -302,8 +318,13 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 	}
 	if !added {
 		p.s.m.DuplicateSamples.Inc()
-	} else if rec.Time.After(ot.lastTime) {
-		ot.lastTime = rec.Time
+	} else {
+		// The record's bytes become the sample's part of the tree (a
+		// record's value is its own, never reused by the runtime).
+		ot.raw[s.NodeID] = rec.Value
+		if rec.Time.After(ot.lastTime) {
+			ot.lastTime = rec.Time
+		}
 	}
 	if ot.t.Complete() {
 		p.emit(ot)
@@ -416,7 +437,7 @@ func (p *processor) emit(ot *openTree) {
 	}
 	ct, st := Credit(ot.t, p.s.cc)
 	ct.CreditedAt = p.s.now().UTC()
-	val, err := topics.Encode(&ct)
+	val, err := topics.EncodeCreditedTree(&ct, ot.samples(ct.Samples))
 	var done []byte
 	if err == nil {
 		done, err = topics.Encode(&topics.Completion{SchemaVersion: topics.SchemaVersion, TreeID: ct.TreeID,

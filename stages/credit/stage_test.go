@@ -1,10 +1,13 @@
 package credit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -731,4 +734,94 @@ func value(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// A credited tree is written from its samples' own bytes (fields unknown
+// to this build pass on), and is exactly what Encode writes for the tree it
+// decodes to: masked samples' zeroed loss weights included.
+func TestCreditedTreesReuseSampleBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	var trees [][]*topics.Sample
+	for i := range 40 {
+		sp := genSpec{maxTurns: 3, minG: 1, maxG: 4, expand: 0.5, masked: 0.3, discrete: true}
+		trees = append(trees, fullSamples(genTree(rng, fmt.Sprintf("run/reuse/%d", i), sp)))
+	}
+	masked := 0
+	for _, tr := range trees {
+		for _, s := range tr {
+			n := 3 + rng.IntN(5)
+			s.ResponseTokenIDs = make(topics.Int32s, n)
+			s.LossWeights = make(topics.Float32s, n)
+			for j := range n {
+				s.ResponseTokenIDs[j], s.LossWeights[j] = int32(j+7), 1
+			}
+			if s.Route == topics.RouteMasked {
+				masked++
+			}
+		}
+	}
+	if masked == 0 {
+		t.Fatal("no masked sample generated")
+	}
+	recs := sampleRecords(t, rng, trees, 0.2)
+	for i := range recs {
+		if i%3 == 0 {
+			recs[i].Value = append(bytes.TrimSuffix(recs[i].Value, []byte("}")), []byte(`,"x_trace":"t`+strconv.Itoa(i)+`"}`)...)
+		}
+	}
+	s, log := newTestStage(t, nil)
+	p := assigned(t, s, -1)
+	for _, r := range recs {
+		if err := p.Process(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(log.recs) != len(trees) {
+		t.Fatalf("%d trees credited, want %d", len(log.recs), len(trees))
+	}
+	traces, zeroed := 0, 0
+	for _, o := range log.recs {
+		var ct topics.CreditedTree
+		if err := topics.Decode(o.Value, &ct); err != nil {
+			t.Fatal(err)
+		}
+		for _, cs := range ct.Samples {
+			if cs.Route == topics.RouteMasked {
+				if len(cs.LossWeights) != len(cs.ResponseTokenIDs) || slices.ContainsFunc(cs.LossWeights, func(w float32) bool { return w != 0 }) {
+					t.Fatalf("masked sample %s has loss weights %v", cs.NodeID, cs.LossWeights)
+				}
+				zeroed++
+			}
+		}
+		var generic struct {
+			Samples []map[string]any `json:"samples"`
+		}
+		if err := json.Unmarshal(o.Value, &generic); err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range generic.Samples {
+			if _, ok := g["x_trace"]; ok {
+				traces++
+				if ct.Samples[i].Route == topics.RouteMasked {
+					t.Fatalf("masked sample %s was not encoded whole", ct.Samples[i].NodeID)
+				}
+			}
+		}
+		want, err := topics.Encode(&ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(stripTraces(o.Value), want) {
+			t.Fatalf("tree %s written as\n%.600s\nEncode writes\n%.600s", ct.TreeID, o.Value, want)
+		}
+	}
+	if traces == 0 || zeroed == 0 {
+		t.Fatalf("%d samples passed an unknown field on, %d masked samples seen", traces, zeroed)
+	}
+}
+
+// stripTraces removes the x_trace fields TestCreditedTreesReuseSampleBytes
+// adds to samples.
+func stripTraces(b []byte) []byte {
+	return regexp.MustCompile(`,"x_trace":"t\d+"`).ReplaceAll(b, nil)
 }
