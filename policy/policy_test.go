@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,9 @@ func TestTokenize(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, tc.pieces) || len(ids) != len(ends) {
 			t.Errorf("pieces(%q) = %q, want %q", tc.in, got, tc.pieces)
+		}
+		if only := Tokenize(tc.in); !slices.Equal(only, ids) {
+			t.Errorf("Tokenize(%q) = %v, TokenizeOffsets gives %v", tc.in, only, ids)
 		}
 		for i, p := range got {
 			if len(p) == 1 && ids[i] != int32(p[0]) {

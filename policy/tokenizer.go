@@ -21,16 +21,20 @@ const VocabSize = 1 << 17
 // A one-byte piece has its byte value as id (0-255). Any other piece has id
 // 256 + FNV-1a-32(piece) mod (VocabSize-256). Distinct long pieces may
 // share an id; the ids are not decodable.
-func Tokenize(s string) []int32 {
-	ids, _ := TokenizeOffsets(s)
-	return ids
-}
+func Tokenize(s string) []int32 { return tokenize(s, nil) }
 
 // TokenizeOffsets is Tokenize that also returns each token's exclusive end
 // offset in bytes, so text can be cut at a token boundary.
 func TokenizeOffsets(s string) (ids []int32, ends []int) {
-	ids = make([]int32, 0, len(s)/3+1)
-	ends = make([]int, 0, cap(ids))
+	ends = make([]int, 0, len(s)/3+1)
+	ids = tokenize(s, &ends)
+	return ids, ends
+}
+
+// tokenize returns the token ids of s and appends their end offsets to
+// *ends when ends is not nil.
+func tokenize(s string, ends *[]int) []int32 {
+	ids := make([]int32, 0, len(s)/3+1)
 	for i := 0; i < len(s); {
 		j := i + 1
 		switch c := s[i]; {
@@ -47,10 +51,12 @@ func TokenizeOffsets(s string) (ids []int32, ends []int) {
 			j = i + n
 		}
 		ids = append(ids, pieceID(s[i:j]))
-		ends = append(ends, j)
+		if ends != nil {
+			*ends = append(*ends, j)
+		}
 		i = j
 	}
-	return ids, ends
+	return ids
 }
 
 func isWord(c byte) bool {
