@@ -85,7 +85,7 @@ func EncodeCreditedTree(t *CreditedTree, samples [][]byte) ([]byte, error) {
 		if i < len(samples) {
 			base = samples[i]
 		}
-		if !bytes.HasPrefix(base, canonicalPrefix) || base[len(base)-1] != '}' {
+		if !canonical(base) {
 			whole, err := json.Marshal(cs)
 			if err != nil {
 				return nil, fmt.Errorf("encode %s: sample %s: %w", t.recordName(), cs.NodeID, err)
@@ -97,9 +97,7 @@ func EncodeCreditedTree(t *CreditedTree, samples [][]byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: sample %s: %w", t.recordName(), cs.NodeID, err)
 		}
-		b = append(b, base[:len(base)-1]...)
-		b = append(b, ',')
-		b = append(b, tail[1:]...)
+		b = appendExtended(b, base, tail)
 	}
 	b = append(b, ']')
 	b = append(b, hb[at+len(nullSamples)-1:]...)
@@ -112,7 +110,7 @@ var nullSamples = []byte(`,"samples":null,`)
 // base was validated when it was decoded and is unchanged since: only r's
 // own fields (validateOwn) are checked again.
 func encodeExtending(r Record, base []byte, validateOwn func() error, own func() any) ([]byte, error) {
-	if !bytes.HasPrefix(base, canonicalPrefix) || base[len(base)-1] != '}' {
+	if !canonical(base) {
 		return Encode(r)
 	}
 	if err := checkVersion(r); err != nil {
@@ -125,12 +123,21 @@ func encodeExtending(r Record, base []byte, validateOwn func() error, own func()
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", r.recordName(), err)
 	}
-	// base is {..."x":1} and tail {"y":2,...}: {..."x":1,"y":2,...}.
-	b := make([]byte, 0, len(base)+len(tail))
-	b = append(b, base[:len(base)-1]...)
-	b = append(b, ',')
-	b = append(b, tail[1:]...)
-	return checkSize(r, b)
+	return checkSize(r, appendExtended(make([]byte, 0, len(base)+len(tail)), base, tail))
+}
+
+// canonical reports whether b is a record in this build's canonical form,
+// whose bytes may be reused.
+func canonical(b []byte) bool {
+	return bytes.HasPrefix(b, canonicalPrefix) && b[len(b)-1] == '}'
+}
+
+// appendExtended appends base, a canonical record {..."x":1}, extended by
+// own {"y":2,...}: {..."x":1,"y":2,...}.
+func appendExtended(dst, base, own []byte) []byte {
+	dst = append(dst, base[:len(base)-1]...)
+	dst = append(dst, ',')
+	return append(dst, own[1:]...)
 }
 
 // executionOwn holds the fields Execution declares itself, in its order
