@@ -56,7 +56,7 @@ func (v *Verdict) Run(ctx context.Context, job *sandbox.Job) (*sandbox.Result, e
 	v.jobs.Add(1)
 	code := strings.TrimSpace(job.Code)
 	pass := v.refs[code]
-	res := &sandbox.Result{Hello: true, Done: true, Exited: true}
+	res := &sandbox.Result{Done: true, Exited: true}
 	switch job.Mode {
 	case sandbox.ModeProgram:
 		out, ok := v.stdout[verdictKey{code, string(job.Stdin)}]

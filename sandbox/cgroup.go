@@ -11,10 +11,13 @@ import (
 	"time"
 )
 
-// cgroups is a best-effort outer fence: one memory (and pids) cgroup per
-// slot, so that many processes each within RLIMIT_AS cannot together exhaust
-// the host. It is skipped when the host does not let us create cgroups
-// (read-only cgroupfs, cgroup v2 without delegation); rlimits still apply.
+// cgroups gives each slot one memory, pids and CPU-accounting cgroup: an
+// outer fence so that many processes each within RLIMIT_AS cannot together
+// exhaust the host, the CPU time of a whole job (every process it forked)
+// to the nanosecond, the list of the slot's processes, and the slot's
+// memory after a job, which must come back to where it started. It is
+// skipped when the host does not let us create cgroups (read-only cgroupfs,
+// cgroup v2 without delegation); rlimits and per-process rusage apply then.
 type cgroups struct {
 	mu       sync.Mutex
 	memoryMB int
@@ -22,14 +25,18 @@ type cgroups struct {
 	v2       bool
 	memRoot  string // directory under which slot groups are created
 	pidsRoot string // v1 pids hierarchy ("" when absent)
+	cpuRoot  string // v1 cpuacct hierarchy ("" when absent)
 	slots    map[int]string
 	pidSlots map[int]string
+	cpuSlots map[int]string
 	oom      map[int]int64
+	base     map[int]int64 // anonymous + shared memory right after the slot started
 	disabled bool
 }
 
 func newCgroups(memoryMB, procs int) *cgroups {
-	c := &cgroups{memoryMB: memoryMB, procs: procs, slots: map[int]string{}, pidSlots: map[int]string{}, oom: map[int]int64{}}
+	c := &cgroups{memoryMB: memoryMB, procs: procs, slots: map[int]string{}, pidSlots: map[int]string{},
+		cpuSlots: map[int]string{}, oom: map[int]int64{}, base: map[int]int64{}}
 	if memoryMB <= 0 {
 		c.disabled = true
 		return c
@@ -44,6 +51,12 @@ func newCgroups(memoryMB, procs int) *cgroups {
 		c.memRoot = filepath.Join("/sys/fs/cgroup/memory", p, tag)
 		if pp, ok := own["pids"]; ok && dirExists("/sys/fs/cgroup/pids") {
 			c.pidsRoot = filepath.Join("/sys/fs/cgroup/pids", pp, tag)
+		}
+		for _, m := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
+			if cp, ok := own["cpuacct"]; ok && dirExists("/sys/fs/cgroup/"+m) {
+				c.cpuRoot = filepath.Join("/sys/fs/cgroup/"+m, cp, tag)
+				break
+			}
 		}
 	} else if p, ok := own[""]; ok && fileExists("/sys/fs/cgroup/cgroup.controllers") {
 		c.v2 = true
@@ -67,6 +80,9 @@ func newCgroups(memoryMB, procs int) *cgroups {
 	}
 	if c.pidsRoot != "" && os.MkdirAll(c.pidsRoot, 0o755) != nil {
 		c.pidsRoot = ""
+	}
+	if c.cpuRoot != "" && os.MkdirAll(c.cpuRoot, 0o755) != nil {
+		c.cpuRoot = ""
 	}
 	return c
 }
@@ -143,18 +159,115 @@ func (c *cgroups) attach(slot, rootPID int) {
 	} else if pdir != "" {
 		_ = os.WriteFile(filepath.Join(pdir, "pids.max"), pidsMax, 0)
 	}
+	cdir := ""
+	if c.cpuRoot != "" {
+		cdir = filepath.Join(c.cpuRoot, "slot"+strconv.Itoa(slot))
+		if os.MkdirAll(cdir, 0o755) != nil {
+			cdir = ""
+		}
+	}
 	for _, pid := range processTree(rootPID) {
 		b := []byte(strconv.Itoa(pid))
 		_ = os.WriteFile(filepath.Join(dir, "cgroup.procs"), b, 0)
-		if pdir != "" {
-			_ = os.WriteFile(filepath.Join(pdir, "cgroup.procs"), b, 0)
+		for _, d := range []string{pdir, cdir} {
+			if d != "" {
+				_ = os.WriteFile(filepath.Join(d, "cgroup.procs"), b, 0)
+			}
 		}
 	}
 	c.slots[slot] = dir
 	if pdir != "" {
 		c.pidSlots[slot] = pdir
 	}
+	if c.v2 {
+		c.cpuSlots[slot] = dir
+	} else if cdir != "" {
+		c.cpuSlots[slot] = cdir
+	}
 	c.oom[slot] = c.readOOM(dir)
+	c.base[slot] = c.residentLocked(slot)
+}
+
+// cpu returns the CPU time the slot's processes used so far.
+func (c *cgroups) cpu(slot int) (time.Duration, bool) {
+	c.mu.Lock()
+	dir, ok := c.cpuSlots[slot]
+	v2 := c.v2
+	c.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	if v2 {
+		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		if err != nil {
+			return 0, false
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
+				n, err := strconv.ParseInt(f[1], 10, 64)
+				return time.Duration(n) * time.Microsecond, err == nil
+			}
+		}
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return time.Duration(n), err == nil
+}
+
+// pids lists the slot's processes (host pids), or false without a cgroup.
+func (c *cgroups) pids(slot int) ([]int, bool) {
+	c.mu.Lock()
+	dir, ok := c.slots[slot]
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, false
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, true
+}
+
+// leaked returns how far the slot's anonymous and shared memory stays above
+// what it held right after it started (0 without a cgroup).
+func (c *cgroups) leaked(slot int) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.slots[slot]; !ok {
+		return 0
+	}
+	return c.residentLocked(slot) - c.base[slot]
+}
+
+func (c *cgroups) residentLocked(slot int) int64 {
+	b, err := os.ReadFile(filepath.Join(c.slots[slot], "memory.stat"))
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case "rss", "shmem", "anon":
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			n += v
+		}
+	}
+	return n
 }
 
 func (c *cgroups) readOOM(dir string) int64 {
@@ -200,6 +313,11 @@ func (c *cgroups) remove() {
 	for _, d := range c.pidSlots {
 		dirs = append(dirs, d)
 	}
+	if !c.v2 {
+		for _, d := range c.cpuSlots {
+			dirs = append(dirs, d)
+		}
+	}
 	for _, d := range dirs {
 		for i := 0; i < 50 && os.Remove(d) != nil && dirExists(d); i++ {
 			time.Sleep(20 * time.Millisecond)
@@ -211,7 +329,10 @@ func (c *cgroups) remove() {
 	if c.pidsRoot != "" {
 		os.Remove(c.pidsRoot)
 	}
-	c.slots = map[int]string{}
+	if c.cpuRoot != "" {
+		os.Remove(c.cpuRoot)
+	}
+	c.slots, c.pidSlots, c.cpuSlots = map[int]string{}, map[int]string{}, map[int]string{}
 }
 
 // processTree returns root and all its descendants.

@@ -12,8 +12,10 @@ import (
 type Limits struct {
 	// Wall is the wall-clock limit of a job, enforced by the parent.
 	Wall time.Duration `yaml:"wall"`
-	// CPU is the CPU-time limit of the job's main process (RLIMIT_CPU,
-	// hard limit, so SIGKILL when it is reached).
+	// CPU is the CPU-time limit of the whole job, all its processes
+	// together, measured on the slot's cgroup and enforced from outside
+	// to the millisecond; RLIMIT_CPU (rounded up, per process) is only a
+	// backstop where the host has no cgroup.
 	CPU time.Duration `yaml:"cpu"`
 	// MemoryMB is the address-space budget above the size of the warm
 	// interpreter (RLIMIT_AS = current size + budget).

@@ -1,27 +1,37 @@
-"""murphy sandbox worker and job harness.
+"""murphy sandbox: warm worker, judge and candidate harness (see SECURITY.md).
 
-The worker is a warm Python that runs inside one bubblewrap sandbox per pool
-slot, as uid 0 of the host user namespace but holding only the capabilities
-it needs (setuid, setgid, chown, dac_read_search to look into a job's dir). It reads job requests from the control
-socket (fd 3, SOCK_SEQPACKET), forks one child per job and reports the
-child's exit status. The child drops to the slot's non-root uid, sets its
-rlimits and runs the candidate. Everything the child reports goes to the
-report pipe as lines "<nonce> <json>"; the trusted parent (Go) decides the
-verdict from those lines, and ignores any line without the run's nonce.
+One bubblewrap sandbox per pool slot runs this file as its worker, under
+uid 0 of the host user namespace holding only CAP_SETUID, CAP_SETGID,
+CAP_CHOWN and CAP_DAC_READ_SEARCH, with the pool's seccomp filter. At start
+the worker forks the slot's JUDGE, which drops to the slot's judge uid for
+good. Per job the worker forks one CANDIDATE child, which drops to the slot's
+job uid and runs the program. The worker never reads a job's tests; the
+candidate never receives a test, an expected value or a hidden input before
+the judge calls it with one; the judge never runs candidate code.
 
-Messages on the control socket (JSON):
+Descriptors: fd 3 is the worker's control socket, fd 4 the judge's
+(SOCK_SEQPACKET, JSON messages, descriptors passed with SCM_RIGHTS).
+
+  parent -> worker: {"op": "run", "id", "limits"} + [program, stdin, stdout, stderr, chan]
   worker -> parent: {"ev": "ready", "pid", "vmsize"}, {"ev": "started", "id"},
                     {"ev": "exit", "id", "status", "utime", "stime", "maxrss"},
-                    {"ev": "clean", "id", "ok", "left"}
-  parent -> worker: {"op": "run", "id", "uid", "gid", "nonce", "limits": {...}}
-                    with five descriptors: job, stdin, stdout, stderr, report.
+                    {"ev": "clean", "id", "ok", "left", "why"}
+  parent -> judge:  {"op": "judge", "id", "frame_bytes"} + [tests, chan, report]
+  judge -> parent:  {"ev": "ready"}, {"ev": "judged", "id"}; on report, one JSON
+                    line per event: {"ev": "load", ...}, {"ev": "test", "i", ...},
+                    {"ev": "gone", "i"}, {"ev": "done", "gone"}
+
+chan is a stream socket between the judge and the candidate: length-prefixed
+JSON frames; calls go one way, typed values (see encode) the other. Nothing
+the candidate sends is more than a claim about a value it computed.
 """
 
-import array
 import ast
 import base64
 import builtins
-import ctypes
+import collections
+import decimal
+import fractions
 import gc
 import io
 import json
@@ -29,9 +39,9 @@ import linecache
 import os
 import random
 import resource
-import shutil
 import signal
 import socket
+import struct
 import sys
 import time
 import traceback
@@ -45,6 +55,14 @@ PRELOAD = (
     "unicodedata threading"
 ).split()
 
+WORKER_FD = 3
+JUDGE_FD = 4
+CHAN_FD = 3  # the candidate's end of chan, once it runs
+JOB_DIR = "/tmp/job"
+MAX_PAYLOAD = 64 << 20
+SOLUTION_FILE = "solution.py"
+HARNESS_FILE = os.path.abspath(__file__)
+
 
 def preload():
     for m in PRELOAD:
@@ -53,36 +71,38 @@ def preload():
         except Exception:  # a missing optional module only costs warmth
             pass
 
-# Bind every builtin as a module global now, so that a candidate that
-# patches the builtins module (builtins.AssertionError = ..., builtins.isinstance
-# = ...) cannot change what the harness calls or catches.
-globals().update({_k: _v for _k, _v in vars(builtins).items() if _k not in globals()})
-
-CTRL_FD = 3
-JOB_DIR = "/tmp/job"
-MAX_PAYLOAD = 64 << 20
-HARNESS_FILE = os.path.abspath(__file__)
-SOLUTION_FILE = "solution.py"
-
-_type = type
-_isinstance = isinstance
-_len = len
-_repr = repr
-_bool = bool
-_str = str
-_getpid = os.getpid
-_write = os.write
-_dumps = json.dumps
-_b64encode = base64.b64encode
-_PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes, bytearray)
-_PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset)
-
-
-# ---------------------------------------------------------------- worker side
-
 
 def send(sock, obj):
     sock.send(json.dumps(obj).encode())
+
+
+def read_all(fd, limit):
+    chunks, total = [], 0
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            break
+        total += len(b)
+        if total > limit:
+            raise ValueError("payload exceeds %d bytes" % limit)
+        chunks.append(b)
+    return b"".join(chunks)
+
+
+def drop_to(uid):
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() == 0 or os.geteuid() == 0 or cap_eff() != 0:
+        raise RuntimeError("privileges were not dropped")
+
+
+def cap_eff():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return -1
 
 
 def vmsize_bytes():
@@ -91,6 +111,347 @@ def vmsize_bytes():
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+# ------------------------------------------------------------ typed values
+#
+# None, bool, str     JSON null, true/false, string (a str that is not valid
+#                     UTF-8, i.e. holds surrogates: {"S": utf-8 surrogatepass hex})
+# int {"i": hex}      float {"f": float.hex()}   complex {"c": [hex, hex]}
+# bytes {"b": b64}    bytearray {"y": b64}
+# list [...]          tuple {"t": [...]}         set {"s": [...]}  frozenset {"z": [...]}
+# dict {"d": [[k, v]...]}  OrderedDict {"o": ...}  Counter {"C": ...}
+# defaultdict {"dd": [factory name or null, [[k, v]...]]}
+# deque {"q": [maxlen or null, [...]]}   namedtuple {"n": [typename, [fields], [...]]}
+# Decimal {"D": str}  Fraction {"F": [hex, hex]}  range {"r": [start, stop, step]}
+#
+# Only exact types are encoded: a subclass or a user object is NotPlain.
+
+
+class NotPlain(Exception):
+    """A value that is not plain data (wrong type or a subclass)."""
+
+
+class BadValue(Exception):
+    """An encoded value that does not decode."""
+
+
+_FACTORIES = {
+    "int": int, "float": float, "complex": complex, "str": str, "bytes": bytes, "bool": bool,
+    "list": list, "tuple": tuple, "dict": dict, "set": set, "frozenset": frozenset,
+    "Counter": collections.Counter, "OrderedDict": collections.OrderedDict,
+    "deque": collections.deque, "defaultdict": collections.defaultdict,
+}
+_FACTORY_NAMES = {v: k for k, v in _FACTORIES.items()}
+_nt_types = {}
+
+
+def _is_namedtuple(t):
+    return (tuple in t.__bases__ and len(t.__bases__) == 1 and "_fields" in t.__dict__
+            and "_make" in t.__dict__ and t.__module__ != "builtins")
+
+
+def encode(v, depth=0, budget=None):
+    if budget is None:
+        budget = [2_000_000]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise NotPlain("value too large")
+    if depth > 200:
+        raise NotPlain("value nested too deeply")
+    t = type(v)
+    if v is None or t is bool:
+        return v
+    if t is int:
+        return {"i": format(v, "x")}
+    if t is float:
+        return {"f": v.hex()}
+    if t is str:
+        try:
+            v.encode("utf-8")
+            return v
+        except UnicodeEncodeError:
+            return {"S": v.encode("utf-8", "surrogatepass").hex()}
+    e = lambda x: encode(x, depth + 1, budget)  # noqa: E731
+    if t is list:
+        return [e(x) for x in v]
+    if t is tuple:
+        return {"t": [e(x) for x in v]}
+    if t is dict:
+        return {"d": [[e(k), e(x)] for k, x in v.items()]}
+    if t is set:
+        return {"s": [e(x) for x in v]}
+    if t is frozenset:
+        return {"z": [e(x) for x in v]}
+    if t is complex:
+        return {"c": [v.real.hex(), v.imag.hex()]}
+    if t is bytes:
+        return {"b": base64.b64encode(v).decode()}
+    if t is bytearray:
+        return {"y": base64.b64encode(bytes(v)).decode()}
+    if t is collections.Counter:
+        return {"C": [[e(k), e(x)] for k, x in v.items()]}
+    if t is collections.OrderedDict:
+        return {"o": [[e(k), e(x)] for k, x in v.items()]}
+    if t is collections.defaultdict:
+        return {"dd": [_FACTORY_NAMES.get(v.default_factory), [[e(k), e(x)] for k, x in v.items()]]}
+    if t is collections.deque:
+        return {"q": [v.maxlen, [e(x) for x in v]]}
+    if t is decimal.Decimal:
+        return {"D": str(v)}
+    if t is fractions.Fraction:
+        return {"F": [format(v.numerator, "x"), format(v.denominator, "x")]}
+    if t is range:
+        return {"r": [v.start, v.stop, v.step]}
+    if isinstance(t, type) and _is_namedtuple(t):
+        fields = t._fields
+        if type(fields) is tuple and all(type(f) is str for f in fields):
+            return {"n": [str(t.__name__), list(fields), [e(x) for x in tuple.__iter__(v)]]}
+    raise NotPlain(type_name(v))
+
+
+def _hexint(s):
+    if type(s) is not str or not 0 < len(s) <= 1 << 20:
+        raise BadValue("bad int")
+    return int(s, 16)
+
+
+def _pairs(body, depth):
+    if type(body) is not list:
+        raise BadValue("pairs expected")
+    out = []
+    for p in body:
+        if type(p) is not list or len(p) != 2:
+            raise BadValue("pair expected")
+        out.append((decode(p[0], depth + 1), decode(p[1], depth + 1)))
+    return out
+
+
+def _items(body, depth):
+    if type(body) is not list:
+        raise BadValue("list expected")
+    return [decode(x, depth + 1) for x in body]
+
+
+def decode(x, depth=0):
+    """Rebuilds an encoded value from JSON data with trusted constructors only."""
+    if depth > 250:
+        raise BadValue("value nested too deeply")
+    t = type(x)
+    if x is None or t is bool or t is str:
+        return x
+    if t is list:
+        return [decode(y, depth + 1) for y in x]
+    if t is not dict or len(x) != 1:
+        raise BadValue("unexpected %s" % t.__name__)
+    (tag, body), = x.items()
+    try:
+        if tag == "i":
+            return _hexint(body)
+        if tag == "f":
+            return float.fromhex(body)
+        if tag == "S":
+            return bytes.fromhex(body).decode("utf-8", "surrogatepass")
+        if tag == "t":
+            return tuple(_items(body, depth))
+        if tag == "d":
+            return dict(_pairs(body, depth))
+        if tag == "s":
+            return set(_items(body, depth))
+        if tag == "z":
+            return frozenset(_items(body, depth))
+        if tag == "c":
+            return complex(float.fromhex(body[0]), float.fromhex(body[1]))
+        if tag == "b":
+            return base64.b64decode(body, validate=True)
+        if tag == "y":
+            return bytearray(base64.b64decode(body, validate=True))
+        if tag == "C":
+            return collections.Counter(dict(_pairs(body, depth)))
+        if tag == "o":
+            return collections.OrderedDict(_pairs(body, depth))
+        if tag == "dd":
+            name, pairs = body
+            factory = _FACTORIES.get(name) if name is not None else None
+            if name is not None and factory is None:
+                raise BadValue("unknown default factory")
+            d = collections.defaultdict(factory)
+            d.update(_pairs(pairs, depth))
+            return d
+        if tag == "q":
+            maxlen, items = body
+            if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+                raise BadValue("bad maxlen")
+            return collections.deque(_items(items, depth), maxlen)
+        if tag == "D":
+            if type(body) is not str or len(body) > 1 << 16:
+                raise BadValue("bad decimal")
+            return decimal.Decimal(body)
+        if tag == "F":
+            return fractions.Fraction(_hexint(body[0]), _hexint(body[1]))
+        if tag == "r":
+            if type(body) is not list or len(body) != 3 or any(type(n) is not int for n in body):
+                raise BadValue("bad range")
+            return range(*body)
+        if tag == "n":
+            name, fields, items = body
+            key = (name, tuple(fields))
+            nt = _nt_types.get(key)
+            if nt is None:
+                if len(_nt_types) > 256:
+                    _nt_types.clear()
+                nt = _nt_types[key] = collections.namedtuple(name, fields)
+            return nt._make(_items(items, depth))
+    except BadValue:
+        raise
+    except RecursionError:
+        raise BadValue("value nested too deeply")
+    except Exception as e:
+        raise BadValue("bad %r value: %s" % (tag, type(e).__name__))
+    raise BadValue("unknown tag")
+
+
+def type_name(v):
+    try:
+        name = type(v).__name__
+        if type(name) is not str:
+            name = "?"
+    except BaseException:
+        name = "?"
+    return name[:80]
+
+
+def safe_repr(v, limit=2000):
+    try:
+        r = repr(v)
+        if type(r) is not str:
+            r = "?"
+    except BaseException as e:
+        return "<unprintable %s: %s>" % (type_name(v), type_name(e))
+    if len(r) > limit:
+        r = r[: limit // 2] + " ... " + r[-limit // 2:]
+    return r
+
+
+# ------------------------------------------------------------------ frames
+
+_LEN = struct.Struct(">I")
+
+
+def send_frame(fd, obj):
+    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = _LEN.pack(len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def recv_exact(fd, n):
+    chunks = []
+    while n > 0:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+class FrameTooLarge(Exception):
+    pass
+
+
+def recv_frame(fd, limit):
+    """The next frame's JSON, or None at EOF."""
+    head = recv_exact(fd, 4)
+    if head is None:
+        return None
+    (n,) = _LEN.unpack(head)
+    if n > limit:
+        raise FrameTooLarge(n)
+    body = recv_exact(fd, n)
+    if body is None:
+        return None
+    return json.loads(body)
+
+
+# ------------------------------------------------------------------ worker
+
+
+def serve():
+    ctrl = socket.socket(fileno=WORKER_FD)
+    args = sys.argv[1:]
+    job_uid = int(args[args.index("--job-uid") + 1])
+    judge_uid = int(args[args.index("--judge-uid") + 1])
+    start_judge(judge_uid)
+    gc.collect()
+    gc.freeze()
+    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": vmsize_bytes()})
+    for req, fds in requests(ctrl, "run", 5):
+        run_job(ctrl, req, fds, job_uid)
+
+
+def requests(ctrl, op, nfds):
+    """Yields (request, descriptors) from a control socket until it closes."""
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 8)
+        except OSError:
+            return
+        if not msg:
+            return
+        req = json.loads(msg)
+        if req.get("op") != op or len(fds) != nfds:
+            for fd in fds:
+                os.close(fd)
+            send(ctrl, {"ev": "error", "id": req.get("id"), "error": "bad request"})
+            continue
+        yield req, fds
+
+
+def start_judge(uid):
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(WORKER_FD)
+            os.setsid()
+            os.chdir("/")
+            drop_to(uid)
+            judge_serve(socket.socket(fileno=JUDGE_FD))
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    os.close(JUDGE_FD)
+
+
+def run_job(ctrl, req, fds, uid):
+    prog_r, stdin_r, out_w, err_w, chan = fds
+    if os.path.lexists(JOB_DIR):
+        clean_job(uid)
+    os.mkdir(JOB_DIR, 0o700)
+    os.chown(JOB_DIR, uid, uid)
+    armed_r, armed_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(armed_r)
+        candidate_child(req, uid, prog_r, stdin_r, out_w, err_w, chan, armed_w)  # never returns
+    os.close(armed_w)
+    for fd in fds:
+        os.close(fd)
+    send(ctrl, {"ev": "started", "id": req["id"]})
+    # One byte once the child holds the job's uid and limits: what happens
+    # after it is the program's doing, before it the sandbox's.
+    armed = os.read(armed_r, 1) == b"1"
+    os.close(armed_r)
+    _, status, ru = os.wait4(pid, 0)
+    send(ctrl, {"ev": "exit", "id": req["id"], "status": status, "armed": armed,
+                "utime": ru.ru_utime, "stime": ru.ru_stime, "maxrss": ru.ru_maxrss})
+    try:
+        ok, left, why = clean_job(uid)
+    except Exception:
+        ok, left, why = False, -1, traceback.format_exc()
+    send(ctrl, {"ev": "clean", "id": req["id"], "ok": ok, "left": left, "why": why[-2000:]})
 
 
 def proc_uid(pid):
@@ -108,15 +469,13 @@ def uid_processes(uid):
     return [p for p in os.listdir("/proc") if p.isdigit() and proc_uid(p) == uid]
 
 
-def as_user(uid, gid, fn):
+def as_user(uid, fn):
     """Runs fn in a forked child holding the job's uid; returns its exit code."""
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
+            drop_to(uid)
             fn()
         except BaseException:
             code = 1
@@ -125,42 +484,22 @@ def as_user(uid, gid, fn):
     return os.waitstatus_to_exitcode(status)
 
 
-def kill_all(uid, gid):
+def kill_all(uid):
     """Kills every process of the job's uid: kill(-1) from that uid signals
-    all of them at once (the kernel holds the task list while it walks it, so
-    a fork bomb cannot outrun it), daemons and setsid grandchildren included."""
+    all of them at once (a fork bomb cannot outrun it)."""
     left = uid_processes(uid)
     for attempt in range(200):
         if not left:
             return 0
-        as_user(uid, gid, lambda: os.kill(-1, signal.SIGKILL))
+        as_user(uid, lambda: os.kill(-1, signal.SIGKILL))
         time.sleep(0.001 * min(attempt, 20))
         left = uid_processes(uid)
     return len(left)
 
 
-def remove_ipc(uid):
-    """Removes System V IPC objects the job created (they outlive processes)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for name, rm in (("shm", lambda i: libc.shmctl(i, 0, None)),
-                     ("sem", lambda i: libc.semctl(i, 0, 0)),
-                     ("msg", lambda i: libc.msgctl(i, 0, None))):
-        try:
-            with open("/proc/sysvipc/" + name) as f:
-                lines = f.read().splitlines()
-        except OSError:
-            continue
-        if len(lines) < 2:
-            continue
-        cols = lines[0].split()
-        for line in lines[1:]:
-            vals = dict(zip(cols, line.split()))
-            ident = vals.get("shmid") or vals.get("semid") or vals.get("msqid")
-            if ident is not None and int(vals.get("uid", "-1")) == uid:
-                rm(int(ident))
-
-
 def wipe_dir(path):
+    import shutil
+
     def onerror(func, p, exc):
         try:
             os.chmod(os.path.dirname(p) or p, 0o700)
@@ -177,146 +516,89 @@ def wipe_dir(path):
             os.unlink(full)
 
 
-def cleanup(uid, gid):
-    left = kill_all(uid, gid)
-    ok = left == 0
+def ipc_objects():
+    """System V IPC objects in the slot's namespace (seccomp forbids creating
+    any, so this verifies the filter rather than cleaning up after it)."""
+    n = 0
+    for name in ("shm", "sem", "msg"):
+        try:
+            with open("/proc/sysvipc/" + name) as f:
+                n += max(0, len(f.read().splitlines()) - 1)
+        except OSError:
+            pass
+    return n
+
+
+def clean_job(uid):
+    """Kills what is left of a job and wipes what it wrote; reports whether
+    the slot is back to its state before the job."""
+    left = kill_all(uid)
+    ok, why = left == 0, "" if left == 0 else "%d processes survived" % left
     if os.path.lexists(JOB_DIR):
-        if os.listdir(JOB_DIR):
-            ok = as_user(uid, gid, lambda: (wipe_dir(JOB_DIR), remove_ipc(uid))) == 0 and ok
+        if os.listdir(JOB_DIR) and as_user(uid, lambda: wipe_dir(JOB_DIR)) != 0:
+            ok, why = False, "job directory could not be wiped"
         try:
             os.rmdir(JOB_DIR)
         except OSError:
-            ok = False
-    else:
-        as_user(uid, gid, lambda: remove_ipc(uid))
-    return ok, left
+            ok, why = False, "job directory could not be removed"
+    for d in ("/dev/shm", "/tmp"):
+        extra = [e for e in os.listdir(d) if d != "/tmp" or e != "job"]
+        if extra:
+            ok, why = False, "%s holds %d entries" % (d, len(extra))
+    if ipc_objects():
+        ok, why = False, "System V IPC objects exist"
+    return ok, left, why
 
 
-def read_all(fd, limit):
-    chunks, total = [], 0
-    while True:
-        b = os.read(fd, 1 << 16)
-        if not b:
-            break
-        total += len(b)
-        if total > limit:
-            raise ValueError("job payload exceeds %d bytes" % limit)
-        chunks.append(b)
-    return b"".join(chunks)
+# --------------------------------------------------------------- candidate
 
 
-def serve():
-    ctrl = socket.socket(fileno=CTRL_FD)
-    gc.collect()
-    gc.freeze()
-    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": vmsize_bytes()})
-    while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 8)
-        except OSError:
-            return
-        if not msg:
-            return
-        req = json.loads(msg)
-        if req.get("op") != "run" or len(fds) != 5:
-            for fd in fds:
-                os.close(fd)
-            send(ctrl, {"ev": "error", "id": req.get("id"), "error": "bad request"})
-            continue
-        run_job(ctrl, req, fds)
-
-
-def run_job(ctrl, req, fds):
-    job_r, stdin_r, out_w, err_w, rep_w = fds
-    uid, gid = int(req["uid"]), int(req["gid"])
-    try:
-        payload = json.loads(read_all(job_r, MAX_PAYLOAD))
-    except Exception as e:  # the parent sent it: a sandbox failure
-        for fd in fds:
-            os.close(fd)
-        send(ctrl, {"ev": "error", "id": req["id"], "error": "payload: %s" % e})
-        return
-    os.close(job_r)
-    if os.path.lexists(JOB_DIR):
-        cleanup(uid, gid)
-    os.mkdir(JOB_DIR, 0o700)
-    os.chown(JOB_DIR, uid, gid)
-    pid = os.fork()
-    if pid == 0:
-        child(req, payload, stdin_r, out_w, err_w, rep_w)  # never returns
-    for fd in (stdin_r, out_w, err_w, rep_w):
-        os.close(fd)
-    send(ctrl, {"ev": "started", "id": req["id"]})
-    _, status, ru = os.wait4(pid, 0)
-    send(ctrl, {"ev": "exit", "id": req["id"], "status": status,
-                "utime": ru.ru_utime, "stime": ru.ru_stime, "maxrss": ru.ru_maxrss})
-    try:
-        ok, left = cleanup(uid, gid)
-    except Exception:
-        ok, left = False, -1
-        traceback.print_exc()
-    send(ctrl, {"ev": "clean", "id": req["id"], "ok": ok, "left": left})
-
-
-# ----------------------------------------------------------------- job child
-
-
-def child(req, payload, stdin_r, out_w, err_w, rep_w):
+def candidate_child(req, uid, prog_r, stdin_r, out_w, err_w, chan, armed_w):
     code = 121
     try:
-        # Move the job's descriptors to 0..3 and drop everything else,
-        # the control socket included.
-        fds = [os.dup(fd) for fd in (stdin_r, out_w, err_w, rep_w)]
-        for i, fd in enumerate(fds):
+        prog = json.loads(read_all(prog_r, MAX_PAYLOAD))
+        os.close(prog_r)
+        for i, fd in enumerate([os.dup(fd) for fd in (stdin_r, out_w, err_w, chan, armed_w)]):
             os.dup2(fd, i)
-        os.closerange(4, 1 << 16)
+        os.closerange(5, 1 << 16)
         os.setsid()
         os.chdir(JOB_DIR)
-        # The job, not the worker, is what an out-of-memory kill must hit.
+        # The job, not the worker or the judge, is what an out-of-memory kill must hit.
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
         lim = req["limits"]
         budget = vmsize_bytes() + int(lim["memory_bytes"])
         resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
+        # A backstop only: the parent enforces the job's CPU limit over all
+        # its processes from the slot's cgroup.
         cpu = int(lim["cpu_seconds"])
-        # SIGXCPU at the limit (a timeout the parent recognises); SIGKILL one
-        # second later if the program handles or ignores SIGXCPU.
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(lim["file_bytes"]),) * 2)
         resource.setrlimit(resource.RLIMIT_NPROC, (int(lim["procs"]),) * 2)
         resource.setrlimit(resource.RLIMIT_NOFILE, (int(lim["open_files"]),) * 2)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
-        uid, gid = int(req["uid"]), int(req["gid"])
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
-        if os.getuid() == 0 or os.geteuid() == 0 or cap_eff() != 0:
-            raise RuntimeError("privileges were not dropped")
+        drop_to(uid)
         os.environ.clear()
         os.environ.update({
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": JOB_DIR,
-            "TMPDIR": JOB_DIR,
-            "LANG": "C.UTF-8",
-            "PYTHONHASHSEED": str(req.get("hash_seed", 0)),
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": JOB_DIR, "TMPDIR": JOB_DIR,
+            "LANG": "C.UTF-8", "PYTHONHASHSEED": str(req.get("hash_seed", 0)),
         })
         random.seed(int(req.get("seed", 0)))
         sys.stdin = sys.__stdin__ = io.TextIOWrapper(
             io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8", errors="surrogateescape")
         sys.stdout = sys.__stdout__ = io.TextIOWrapper(
-            io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", errors="backslashreplace")
+            io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", errors="surrogateescape")
         sys.stderr = sys.__stderr__ = io.TextIOWrapper(
             io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding="utf-8",
             errors="backslashreplace", line_buffering=True)
-        emit = make_emit(req["nonce"], 3, _getpid())
         del req
-        emit({"ev": "hello", "uid": os.getuid()})
-        code = 0
-        if payload.get("mode") == "program":
-            code = run_program(emit, payload)
+        os.write(4, b"1")
+        os.close(4)
+        if prog.get("mode") == "program":
+            code = run_program(prog)
         else:
-            code = run_function(emit, payload)
+            code = serve_calls(prog, int(lim["frame_bytes"]))
     except BaseException:
         try:
             os.write(2, ("sandbox harness failure:\n" + traceback.format_exc()).encode())
@@ -327,120 +609,33 @@ def child(req, payload, stdin_r, out_w, err_w, rep_w):
         os._exit(code)
 
 
-def cap_eff():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
-    return -1
-
-
-def make_emit(nonce, fd, main_pid):
-    prefix = (nonce + " ").encode()
-
-    def emit(obj):
-        # A process the candidate forked must never report for the job.
-        if _getpid() != main_pid:
-            os._exit(0)
-        data = prefix + _dumps(obj, ensure_ascii=True).encode() + b"\n"
-        while data:
-            data = data[_write(fd, data):]
-
-    return emit
-
-
-class NotPlain(Exception):
-    """A return value that is not plain data (wrong type or a subclass)."""
-
-
-def encode(v, depth=0, budget=None):
-    """Strict serialisation: exact builtin types only, so an object that
-    claims equality with everything (or a subclass of int/str/...) cannot
-    pass. Ints are hex (no digit limit), floats are float.hex (exact)."""
-    if budget is None:
-        budget = [1_000_000]
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise NotPlain("value too large")
-    if depth > 200:
-        raise NotPlain("value nested too deeply")
-    t = _type(v)
-    if v is None or t is bool:
-        return v
-    if t is int:
-        return {"i": format(v, "x")}
-    if t is float:
-        return {"f": v.hex()}
-    if t is str:
-        return v
-    if t is complex:
-        return {"c": [v.real.hex(), v.imag.hex()]}
-    if t is bytes or t is bytearray:
-        return {"b": _b64encode(bytes(v)).decode()}
-    if t is list:
-        return [encode(x, depth + 1, budget) for x in v]
-    if t is tuple:
-        return {"t": [encode(x, depth + 1, budget) for x in v]}
-    if t is dict:
-        return {"d": [[encode(k, depth + 1, budget), encode(x, depth + 1, budget)] for k, x in v.items()]}
-    if t is set or t is frozenset:
-        return {"s": [encode(x, depth + 1, budget) for x in v]}
-    raise NotPlain(type_name(v))
-
-
-def type_name(v):
-    try:
-        name = _type(v).__name__
-        if _type(name) is not str:
-            name = "?"
-    except BaseException:
-        name = "?"
-    return name[:80]
-
-
-def check_plain(v):
-    encode(v)
-    return v
-
-
-def safe_repr(v, limit=2000):
-    try:
-        r = _repr(v)
-    except BaseException as e:
-        return "<unprintable %s: %s>" % (type_name(v), type_name(e))
-    if _len(r) > limit:
-        r = r[: limit // 2] + " ... " + r[-limit // 2:]
-    return r
-
-
 def format_exc(e, limit=40):
     """Traceback of a candidate error, without the harness's own frames."""
     te = traceback.TracebackException.from_exception(e, limit=-limit, capture_locals=False)
-    stacks = [te]
     seen = te
+    stacks = [te]
     while seen.__cause__ or seen.__context__:
         seen = seen.__cause__ or seen.__context__
         stacks.append(seen)
     for s in stacks:
-        s.stack = traceback.StackSummary.from_list(
-            [f for f in s.stack if f.filename != HARNESS_FILE])
+        s.stack = traceback.StackSummary.from_list([f for f in s.stack if f.filename != HARNESS_FILE])
     return "".join(te.format())
 
 
 def exc_kind(e):
-    if _isinstance(e, MemoryError):
+    if isinstance(e, MemoryError):
         return "memory"
-    if _isinstance(e, RecursionError):
+    if isinstance(e, RecursionError):
         return "recursion"
+    if isinstance(e, ImportError):
+        return "import"
+    if isinstance(e, SystemExit):
+        return "exit"
     return "error"
 
 
-def clean_builtins():
-    return dict(builtins.__dict__)
-
-
-def register_source(name, src):
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+def failure(e):
+    return {"kind": exc_kind(e), "type": type_name(e), "tb": format_exc(e)[-4000:]}
 
 
 def flush_std():
@@ -451,182 +646,452 @@ def flush_std():
             pass
 
 
-def run_program(emit, payload):
-    """A stdio program: runs as __main__ with the test input on stdin."""
-    src = payload["code"]
+def compile_program(src):
     try:
         code = compile(src, SOLUTION_FILE, "exec")
     except (SyntaxError, ValueError) as e:
-        emit({"ev": "compile_error", "error": "".join(traceback.format_exception_only(e))})
+        return None, "".join(traceback.format_exception_only(e))
+    linecache.cache[SOLUTION_FILE] = (len(src), None, src.splitlines(True), SOLUTION_FILE)
+    return code, None
+
+
+def hint(obj):
+    try:
+        send_frame(CHAN_FD, obj)
+    except BaseException:
+        pass
+
+
+def run_program(prog):
+    """A stdio program: runs as __main__ with the test input on stdin. Its
+    exit status is the real one of this process; chan only carries hints
+    (a compile error, the exception that ended it) for the feedback."""
+    code, err = compile_program(prog["code"])
+    if err is not None:
+        hint({"compile_error": err})
         return 1
-    register_source(SOLUTION_FILE, src)
     g = {"__name__": "__main__", "__builtins__": builtins, "__file__": SOLUTION_FILE}
-    del payload
-    emit({"ev": "start"})
-    status = 0
+    del prog
     try:
         exec(code, g)
     except SystemExit as e:
+        flush_std()
         if e.code is None:
-            status = 0
-        elif _type(e.code) is int:
-            status = e.code & 0xFF
-        else:
-            status = 1
-            try:
-                print(e.code, file=sys.stderr)
-            except BaseException:
-                pass
-    except BaseException as e:
-        status = 1
-        kind = "import" if _isinstance(e, ImportError) else exc_kind(e)
-        tb = format_exc(e)
+            return 0
+        if type(e.code) is int:
+            return e.code & 0xFF
         try:
-            sys.stderr.write(tb)
+            print(e.code, file=sys.stderr)
+        except BaseException:
+            pass
+        return 1
+    except BaseException as e:
+        f = failure(e)
+        try:
+            sys.stderr.write(f["tb"])
         except BaseException:
             pass
         flush_std()
-        emit({"ev": "error", "kind": kind, "type": type_name(e), "tb": tb[-4000:]})
-        return status
-    flush_std()
-    emit({"ev": "end", "code": status})
-    return status
-
-
-def run_function(emit, payload):
-    """A python-function task: the candidate program is loaded once, then
-    every test runs in order. Expected values are evaluated and sent before
-    any candidate code runs, then dropped from memory."""
-    tests = payload.get("tests") or []
-    bclean = clean_builtins()
-    pristine = {"__builtins__": dict(bclean), "__name__": "expected"}
-    late = set()
-    for i, t in enumerate(tests):
-        exp = t.pop("expected", None)
-        if exp is None or t.get("args") is None:
-            continue
-        try:
-            v = eval(compile("(" + exp + "\n)", "<expected>", "eval"), dict(pristine))
-            emit({"ev": "expect", "i": i, "v": encode(v)})
-        except NotPlain as e:
-            emit({"ev": "expect", "i": i, "bad": _str(e)})
-        except BaseException:
-            late.add(i)
-            t["expected_late"] = exp
-    # Nothing of the expected values stays reachable from this frame.
-    v = exp = pristine = None
-
-    src = payload["code"]
-    entry = payload.get("entry_point") or ""
-    setup = payload.get("setup") or ""
-    try:
-        code = compile(src, SOLUTION_FILE, "exec")
-    except (SyntaxError, ValueError) as e:
-        emit({"ev": "compile_error", "error": "".join(traceback.format_exception_only(e))})
+        hint({"error": f})
         return 1
-    register_source(SOLUTION_FILE, src)
+    flush_std()
+    return 0
+
+
+def serve_calls(prog, frame_bytes):
+    """A python-function program: loads once, then answers the judge's calls
+    one at a time until it says end."""
+    code, err = compile_program(prog["code"])
+    if err is not None:
+        send_frame(CHAN_FD, {"compile_error": err})
+        return 1
+    entry = prog.get("entry_point") or ""
+    setup = prog.get("setup") or ""
     ns = {"__name__": "solution", "__builtins__": builtins, "__file__": SOLUTION_FILE}
-    del payload
+    del prog
     try:
         exec(code, ns)
         if setup:
             exec(compile(setup, "<setup>", "exec"), ns)
-    except SystemExit as e:
-        flush_std()
-        emit({"ev": "load_error", "kind": "exit", "type": "SystemExit",
-              "tb": "the program called exit(%s) while loading" % safe_repr(e.code, 100)})
-        return 1
     except BaseException as e:
-        kind = "import" if _isinstance(e, ImportError) else exc_kind(e)
         flush_std()
-        emit({"ev": "load_error", "kind": kind, "type": type_name(e), "tb": format_exc(e)[-4000:]})
+        f = failure(e)
+        if f["kind"] == "exit":
+            f["tb"] = "the program called exit(%s) while loading" % safe_repr(e.code, 100)
+        send_frame(CHAN_FD, {"load_error": f})
         return 1
-    fn = ns.get(entry)
-    if not callable(fn):
-        emit({"ev": "load_error", "kind": "entry", "type": "NameError",
-              "tb": "the program does not define a function named %r" % entry})
+    if not callable(ns.get(entry)):
+        send_frame(CHAN_FD, {"load_error": {"kind": "entry", "type": "NameError",
+                                            "tb": "the program does not define a function named %r" % entry}})
         return 1
-    emit({"ev": "loaded"})
-
-    def candidate(*a, **k):
-        return check_plain(fn(*a, **k))
-
-    def test_globals():
-        # Program names without shadowed builtins, and builtins from before
-        # the candidate ran: `tuple(...) == ...` in a test means the real tuple.
-        g = {k: v for k, v in ns.items() if k not in bclean}
-        g["__builtins__"] = dict(bclean)
-        g["candidate"] = candidate
-        if entry:
-            g[entry] = candidate
-        return g
-
-    args_of = lambda *a, **k: (a, k)  # noqa: E731
-    for i, t in enumerate(tests):
-        try:
-            g = test_globals()
-            if t.get("args") is not None:
-                if i in late:
-                    exp = eval(compile("(" + t.pop("expected_late") + "\n)", "<expected>", "eval"), g)
-                    try:
-                        emit({"ev": "expect", "i": i, "v": encode(exp)})
-                    except NotPlain as e:
-                        emit({"ev": "expect", "i": i, "bad": _str(e)})
-                g["__murphy_args__"] = args_of
-                a, k = eval(compile("__murphy_args__(" + t["args"] + "\n)", "<test>", "eval"), g)
-                rv = fn(*a, **k)
-                try:
-                    enc = encode(rv)
-                except NotPlain as e:
-                    emit({"ev": "value", "i": i, "bad": _str(e)})
-                    continue
-                emit({"ev": "value", "i": i, "v": enc, "r": safe_repr(rv)})
-            elif t.get("assert"):
-                ok = run_assert(t["assert"], g, i)
-                emit({"ev": "assert", "i": i, "ok": ok})
-            elif t.get("check"):
-                exec(compile(t["check"], "<check>", "exec"), g)
-                g["check"](candidate)
-                emit({"ev": "assert", "i": i, "ok": True})
-            else:
-                emit({"ev": "error", "i": i, "kind": "error", "type": "TestError", "tb": "empty test"})
-        except NotPlain as e:
-            emit({"ev": "value", "i": i, "bad": _str(e)})
-        except AssertionError as e:
-            emit({"ev": "assert", "i": i, "ok": False, "tb": format_exc(e)[-2000:]})
-        except SystemExit as e:
-            emit({"ev": "error", "i": i, "kind": "exit", "type": "SystemExit",
-                  "tb": "the program called exit(%s) during the test" % safe_repr(e.code, 100)})
-        except BaseException as e:
-            emit({"ev": "error", "i": i, "kind": exc_kind(e), "type": type_name(e), "tb": format_exc(e)[-4000:]})
+    names = [k for k, v in list(ns.items())[:10000] if type(k) is str and callable(v) and not k.startswith("__")]
+    send_frame(CHAN_FD, {"loaded": names[:1000]})
+    while True:
+        msg = recv_frame(CHAN_FD, frame_bytes)
+        if msg is None or "end" in msg:
+            break
+        # A batch of calls is answered one frame per call, each as soon as
+        # it returns.
+        for name, a, k in msg["calls"]:
+            send_frame(CHAN_FD, answer(ns.get(name), decode(a), decode(k)))
     flush_std()
-    emit({"ev": "done"})
     return 0
 
 
-def run_assert(text, g, i):
-    tree = ast.parse(text.strip(), "<test>", "exec")
-    if len(tree.body) == 1 and _isinstance(tree.body[0], ast.Assert):
-        expr = ast.Expression(tree.body[0].test)
-    elif len(tree.body) == 1 and _isinstance(tree.body[0], ast.Expr):
-        expr = ast.Expression(tree.body[0].value)
+def answer(fn, args, kwargs):
+    try:
+        rv = fn(*args, **kwargs)
+    except BaseException as e:
+        flush_std()
+        f = failure(e)
+        if f["kind"] == "exit":
+            f["tb"] = "the program called exit(%s) during the test" % safe_repr(e.code, 100)
+        return {"err": f}
+    try:
+        return {"v": encode(rv)}
+    except NotPlain as e:
+        return {"bad": str(e), "r": safe_repr(rv)}
+    except RecursionError:
+        return {"bad": "value nested too deeply", "r": ""}
+
+
+# ------------------------------------------------------------------- judge
+
+
+class CandidateFailed(BaseException):
+    """The candidate raised, or answered with something that is not a value.
+    A BaseException, so that test code's `except Exception` cannot swallow it."""
+
+    def __init__(self, status, info):
+        BaseException.__init__(self, status)
+        self.status, self.info = status, info
+
+
+class CandidateGone(BaseException):
+    """The candidate process ended (or broke the protocol) during a call."""
+
+
+class TaskError(Exception):
+    """The task's own test code failed without the candidate's involvement."""
+
+
+class Conn:
+    """The judge's end of chan."""
+
+    def __init__(self, fd, frame_bytes):
+        self.fd, self.frame_bytes, self.gone = fd, frame_bytes, False
+        self.buf = b""
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            b = os.read(self.fd, max(1 << 16, n - len(self.buf)))
+            if not b:
+                return None
+            self.buf += b
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def recv(self):
+        """The candidate's next frame as a dict."""
+        if self.gone:
+            raise CandidateGone()
+        try:
+            head = self._read(4)
+            m = None
+            if head is not None:
+                (n,) = _LEN.unpack(head)
+                if n > self.frame_bytes:
+                    self.gone = True
+                    raise CandidateFailed("notplain", {"bad": "return value larger than the report limit"})
+                body = self._read(n)
+                if body is not None:
+                    m = json.loads(body)
+        except CandidateFailed:
+            raise
+        except Exception:  # malformed, too deep, out of memory: never the judge's failure
+            m = None
+        if type(m) is not dict:
+            self.gone = True
+            raise CandidateGone()
+        return m
+
+    def send(self, msg):
+        if self.gone:
+            raise CandidateGone()
+        try:
+            send_frame(self.fd, msg)
+        except OSError:
+            self.gone = True
+            raise CandidateGone()
+
+    def result(self):
+        """The value of the call the candidate answers next."""
+        m = self.recv()
+        if "v" in m:
+            try:
+                return decode(m["v"])
+            except BadValue as e:
+                raise CandidateFailed("notplain", {"bad": "malformed value (%s)" % e})
+        if "err" in m and type(m["err"]) is dict:
+            raise CandidateFailed("error", {k: str(m["err"].get(k, ""))[:4000] for k in ("kind", "type", "tb")})
+        if "bad" in m:
+            raise CandidateFailed("notplain", {"bad": str(m["bad"])[:200], "r": str(m.get("r", ""))[:2000]})
+        self.gone = True
+        raise CandidateGone()
+
+    def call(self, name, args, kwargs):
+        self.send({"calls": [call_msg(name, args, kwargs)]})
+        return self.result()
+
+
+def call_msg(name, args, kwargs):
+    try:
+        return [name, encode(list(args)), encode(dict(kwargs))]
+    except NotPlain as e:
+        raise TaskError("the test passes a %s, which cannot be sent to the program" % e)
+
+
+class Proxy:
+    """Stands for one of the candidate's functions in the judge's namespace."""
+
+    __slots__ = ("_conn", "_name", "__name__")
+
+    def __init__(self, conn, name):
+        self._conn, self._name, self.__name__ = conn, name, name
+
+    def __call__(self, *args, **kwargs):
+        return self._conn.call(self._name, args, kwargs)
+
+    def __repr__(self):
+        return "<function %s>" % self._name
+
+
+_code_cache = collections.OrderedDict()
+
+
+def cached_compile(src, name, mode):
+    key = (src, name, mode)
+    code = _code_cache.get(key)
+    if code is None:
+        code = compile(src, name, mode)
+        _code_cache[key] = code
+        if len(_code_cache) > 512:
+            _code_cache.popitem(last=False)
     else:
-        exec(compile(tree, "<test>", "exec"), g)
+        _code_cache.move_to_end(key)
+    return code
+
+
+def judge_serve(ctrl):
+    gc.collect()
+    gc.freeze()
+    send(ctrl, {"ev": "ready"})
+    pristine = dict(builtins.__dict__)
+    for req, fds in requests(ctrl, "judge", 3):
+        tests_r, chan, report_w = fds
+        report = []
+        try:
+            payload = json.loads(read_all(tests_r, MAX_PAYLOAD))
+            os.close(tests_r)
+            # The builtins module is the judge's own; restore it in case a
+            # task's code changed it.
+            builtins.__dict__.update(pristine)
+            judge_job(report, payload, Conn(chan, int(req["frame_bytes"])))
+        except BaseException:
+            report.append({"ev": "error", "error": "judge: " + traceback.format_exc()[-2000:]})
+        finally:
+            os.close(chan)
+        # One write for the whole report: the parent reads it to EOF.
+        try:
+            data = "".join(json.dumps(ev) + "\n" for ev in report).encode()
+            while data:
+                data = data[os.write(report_w, data):]
+        except OSError:
+            pass
+        os.close(report_w)
+        send(ctrl, {"ev": "judged", "id": req["id"]})
+
+
+def judge_job(report, payload, conn):
+    """Runs one job's tests against the candidate, appending events to report."""
+    random.seed(int(payload.get("seed", 0)))
+    g = {"__builtins__": builtins, "__name__": "__test__"}
+    entry = payload.get("entry_point") or ""
+    task_err = None
+    if payload.get("helpers"):
+        # The task's prompt where it is code (HumanEval's defines helpers
+        # that checks call): whatever it defines before any failure stays.
+        try:
+            exec(cached_compile(payload["helpers"], "<task>", "exec"), g)
+        except BaseException:
+            pass
+    if payload.get("setup"):
+        try:
+            exec(cached_compile(payload["setup"], "<setup>", "exec"), g)
+        except BaseException as e:
+            task_err = "the task's setup code failed: %s" % test_tb(e)
+    try:
+        first = conn.recv()
+    except (CandidateGone, CandidateFailed):
+        report.append({"ev": "load", "gone": True})
+        report.append({"ev": "done", "gone": True})
+        return
+    if "loaded" not in first:
+        ev = {"ev": "load"}
+        if "compile_error" in first:
+            ev["compile_error"] = str(first["compile_error"])[:8000] or "SyntaxError"
+        elif type(first.get("load_error")) is dict:
+            ev["load_error"] = {k: str(first["load_error"].get(k, ""))[:4000] for k in ("kind", "type", "tb")}
+        else:
+            ev["gone"] = True
+        report.append(ev)
+        report.append({"ev": "done", "gone": True})
+        return
+    report.append({"ev": "load", "loaded": True})
+    names = first["loaded"] if type(first["loaded"]) is list else []
+    for n in names[:1000]:
+        if type(n) is str and n.isidentifier() and n not in g and n not in builtins.__dict__:
+            g[n] = Proxy(conn, n)
+    cand = Proxy(conn, entry)
+    g[entry] = cand
+    g["candidate"] = cand
+    g["__murphy_args__"] = lambda *a, **k: (a, k)
+    tests = payload.get("tests") or []
+    i = 0
+    while i < len(tests):
+        # Consecutive value tests of one visibility go out as one batch:
+        # hidden inputs only after every visible test is done.
+        j = i + 1
+        if tests[i].get("kind") == "value" and task_err is None:
+            while j < len(tests) and tests[j].get("kind") == "value" and tests[j].get("hidden") == tests[i].get("hidden"):
+                j += 1
+        if not run_group(report, tests, i, j, g, cand, conn, task_err):
+            report.append({"ev": "done", "gone": True})
+            return
+        i = j
+    try:
+        conn.send({"end": True})
+    except CandidateGone:
+        pass
+    report.append({"ev": "done", "gone": False})
+
+
+def run_group(report, tests, i, j, g, cand, conn, task_err):
+    """Runs tests[i:j] (one test, or a batch of value tests); returns False
+    when the candidate went away."""
+    results = {}
+    if j - i > 1 or tests[i].get("kind") == "value":
+        calls, pending = [], []
+        for k in range(i, j):
+            if task_err is not None:
+                results[k] = {"status": "task", "tb": task_err[:4000]}
+                continue
+            try:
+                args, kwargs = eval_args(tests[k], g)
+                calls.append(call_msg(cand._name, args, kwargs))
+                pending.append(k)
+            except (CandidateGone, CandidateFailed):
+                raise
+            except TaskError as e:
+                results[k] = {"status": "task", "tb": str(e)[:4000]}
+        if calls:
+            try:
+                conn.send({"calls": calls})
+            except CandidateGone:
+                report.append({"ev": "gone", "i": pending[0]})
+                return False
+        for k in range(i, j):
+            if k in results:
+                report.append(dict(results[k], ev="test", i=k))
+                continue
+            ev = {"ev": "test", "i": k}
+            try:
+                rv = conn.result()
+                ev.update(compare(rv, tests[k], g))
+            except CandidateGone:
+                report.append({"ev": "gone", "i": k})
+                return False
+            except CandidateFailed as e:
+                ev["status"] = e.status
+                ev.update(e.info)
+            except TaskError as e:
+                ev.update(status="task", tb=str(e)[:4000])
+            report.append(ev)
         return True
-    ast.fix_missing_locations(expr)
-    v = eval(compile(expr, "<test>", "eval"), g)
-    if v is True:
-        return True
-    if v is False or v is None:
+    ev = {"ev": "test", "i": i}
+    try:
+        if task_err is not None:
+            raise TaskError(task_err)
+        ev.update(run_test(tests[i], g, cand))
+    except CandidateGone:
+        report.append({"ev": "gone", "i": i})
         return False
-    t = _type(v)
-    if t in _PLAIN_SCALARS or t in _PLAIN_CONTAINERS:
-        return _bool(v)
-    raise NotPlain(type_name(v))
+    except CandidateFailed as e:
+        ev["status"] = e.status
+        ev.update(e.info)
+    except TaskError as e:
+        ev.update(status="task", tb=str(e)[:4000])
+    except BaseException as e:
+        # An assertion, or the test's own code raising on a value the
+        # candidate returned (comparing a list with an int): the
+        # candidate's answer is wrong, not the task.
+        ev.update(status="wrong", tb=test_tb(e))
+    report.append(ev)
+    return True
+
+
+def test_tb(e):
+    return "".join(traceback.format_exception_only(e)).strip()[-2000:]
+
+
+def eval_args(t, g):
+    try:
+        return eval(cached_compile("__murphy_args__(" + t["args"] + "\n)", "<test>", "eval"), g)
+    except (CandidateGone, CandidateFailed):
+        raise
+    except BaseException as e:
+        raise TaskError("the test's arguments do not evaluate: %s" % test_tb(e))
+
+
+def compare(rv, t, g):
+    try:
+        exp = eval(cached_compile("(" + t["expected"] + "\n)", "<expected>", "eval"), g)
+    except (CandidateGone, CandidateFailed):
+        raise
+    except BaseException as e:
+        raise TaskError("the expected value does not evaluate: %s" % test_tb(e))
+    try:
+        ok = rv == exp
+    except BaseException:
+        ok = False
+    return {"status": "passed" if ok is True else "wrong", "r": safe_repr(rv)}
+
+
+def run_test(t, g, cand):
+    kind = t.get("kind")
+    if kind == "assert":
+        tree = ast.parse(t["code"].strip(), "<test>", "exec")
+        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assert, ast.Expr)):
+            node = tree.body[0]
+            expr = ast.Expression(node.test if isinstance(node, ast.Assert) else node.value)
+            ast.fix_missing_locations(expr)
+            ok = bool(eval(compile(expr, "<test>", "eval"), g))
+        else:
+            exec(compile(tree, "<test>", "exec"), g)
+            ok = True
+        return {"status": "passed" if ok else "wrong"}
+    if kind == "check":
+        exec(cached_compile(t["code"], "<check>", "exec"), g)
+        g["check"](cand)
+        return {"status": "passed"}
+    if kind == "value":
+        args, kwargs = eval_args(t, g)
+        return compare(cand(*args, **kwargs), t, g)
+    raise TaskError("unknown test kind %r" % kind)
 
 
 if __name__ == "__main__":
-    # --cold skips the preloading: the baseline of a fresh sandbox per job.
+    # --cold skips the preloading (a sandbox started for a single job).
     if "--cold" not in sys.argv[1:]:
         preload()
     serve()

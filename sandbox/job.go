@@ -1,33 +1,17 @@
 // Package sandbox runs untrusted Python in a pool of warm bubblewrap
 // sandboxes and reports what happened, so that a trusted caller can decide
-// the verdict.
+// the verdict. SECURITY.md gives the design: what runs where, under which
+// uid, and what crosses which channel.
 //
-// Each pool slot is one long-lived bubblewrap sandbox (no network, read-only
-// system, private size-capped tmpfs, clean environment, its own pid, ipc and
-// uts namespaces) holding a warm Python worker that forks one child per job.
-// The worker keeps only CAP_SETUID, CAP_SETGID, CAP_CHOWN and
-// CAP_DAC_READ_SEARCH; the child drops to the slot's own non-root host uid
-// (so RLIMIT_NPROC applies and nothing it does can touch the worker), sets
-// rlimits (CPU, address space as a budget
-// above the warm interpreter's size, file size, processes, open files) and
-// runs the candidate. The job ends when its main process exits; then every
-// process of the slot's uid is killed (daemonised grandchildren included)
-// and its tmp directory is wiped. Wall-clock limits and output caps are
-// enforced from the parent, which kills the uid's processes from outside.
-//
-// The candidate never reports its own verdict. The harness sends strictly
-// serialised return values (exact builtin types only) on a separate report
-// pipe, each line prefixed with a per-run nonce; expected values are
-// evaluated and sent before the candidate's code is loaded and compared here,
-// in Go, with Python's equality semantics for plain data. Early exit(0),
-// os._exit(0), forged lines on inherited descriptors and objects whose
-// __eq__ always returns True therefore cannot pass.
-//
-// Residual trust: assertion-style tests (raw asserts and whole HumanEval
-// check functions) are evaluated inside the job process, with every value the
-// candidate returns checked to be plain data and with builtins restored from
-// before the candidate ran; a candidate that deliberately introspects the
-// harness's frames could forge those. Call-and-compare tests are immune.
+// Each pool slot is one long-lived bubblewrap sandbox (seccomp filter, no
+// network, read-only system, private size-capped tmpfs, clean environment,
+// its own pid, ipc and uts namespaces, one cgroup for memory, processes and
+// CPU accounting) holding a warm Python worker and a judge. Per job the
+// worker forks one candidate process under the slot's job uid; the judge,
+// under the slot's judge uid, holds the tests, runs them against a proxy of
+// the candidate and reports to the parent on a channel the candidate has no
+// part of. The candidate only ever receives the current call's arguments
+// and answers with typed values; it never decides a verdict.
 package sandbox
 
 import "time"
@@ -69,9 +53,14 @@ type Job struct {
 	Code string
 	// EntryPoint is the function tested in ModeFunction.
 	EntryPoint string
-	// Setup runs in the program's namespace after it loads (MBPP setup).
+	// Setup runs in the program's namespace after it loads and in the
+	// judge's before the tests (MBPP test_setup_code).
 	Setup string
-	Tests []Test
+	// Helpers is task code the judge runs before the tests, so that tests
+	// call the task's own helpers (HumanEval prompts define some), never
+	// the candidate's versions of them.
+	Helpers string
+	Tests   []Test
 	// Stdin feeds a ModeProgram job.
 	Stdin []byte
 	// Limits override the pool's defaults where non-zero.
@@ -100,13 +89,13 @@ type TestReport struct {
 	AssertFailed bool
 	// Err is an exception raised during the test.
 	Err *Failure
+	// Millis is the test's wall time in the judge, calls included.
+	Millis float64
 }
 
 // Result is everything observed about one job. Run returns it for every
 // job that was attempted; SandboxError says when the sandbox itself failed.
 type Result struct {
-	// Hello is set when the harness reported in after dropping privileges.
-	Hello bool
 	// CompileError is the syntax error of the program, if any.
 	CompileError string
 	// LoadError is an exception raised while loading the program
@@ -133,8 +122,9 @@ type Result struct {
 	MemoryKilled bool
 	// Stdout and Stderr hold up to Limits.OutputBytes each.
 	Stdout, Stderr []byte
-	// Rejected counts report lines without the run's nonce or out of order.
-	Rejected int
+	// CPU is the CPU time of the whole job: every process of the slot
+	// while it ran, from the slot's cgroup (the main process's rusage
+	// where the host has no cgroup).
 	CPU      time.Duration
 	Wall     time.Duration
 	MaxRSSKB int64

@@ -15,8 +15,7 @@ import (
 //go:embed harness.py
 var harnessSource []byte
 
-// Runner runs jobs. *Pool (warm workers) and *Fresh (a new sandbox per
-// job, the baseline) implement it.
+// Runner runs jobs; *Pool implements it.
 type Runner interface {
 	Run(ctx context.Context, job *Job) (*Result, error)
 }
@@ -48,9 +47,15 @@ type Pool struct {
 
 type poolSlot struct {
 	id    int
-	lease *uidLease
-	s     *slot // nil while it could not be (re)started
+	lease *uidLease // the candidates' uid
+	judge *uidLease // the judge's uid
+	s     *slot     // nil while it could not be (re)started
 }
+
+// leakLimit is how far a slot's anonymous and shared memory may stay above
+// its level at start after a job before the slot is replaced: a job must
+// leave nothing behind, and the judge's caches stay well below it.
+const leakLimit = 64 << 20
 
 // writeHarness puts harness.py in a fresh host directory that every sandbox
 // binds read-only.
@@ -93,13 +98,18 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	p.cg = newCgroups(cfg.SlotMemoryMB, cfg.Limits.Procs)
 	skip := map[int]bool{}
 	for i := 0; i < n; i++ {
-		lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
-		if err != nil {
-			p.Close()
-			return nil, err
+		var leases [2]*uidLease
+		for k := range leases {
+			lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
+			if err != nil {
+				leases[0].release()
+				p.Close()
+				return nil, err
+			}
+			skip[lease.uid] = true
+			leases[k] = lease
 		}
-		skip[lease.uid] = true
-		ps := &poolSlot{id: i, lease: lease}
+		ps := &poolSlot{id: i, lease: leases[0], judge: leases[1]}
 		p.all = append(p.all, ps)
 		if err := p.start(ctx, ps); err != nil {
 			p.Close()
@@ -111,11 +121,16 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 }
 
 func (p *Pool) start(ctx context.Context, ps *poolSlot) error {
-	s, err := startSlot(ctx, &p.cfg, p.dir, ps.id, ps.lease.uid, false)
+	s, err := startSlot(ctx, &p.cfg, p.dir, ps.id, ps.lease.uid, ps.judge.uid)
 	if err != nil {
 		return err
 	}
 	p.cg.attach(ps.id, s.cmd.Process.Pid)
+	if _, ok := p.cg.cpu(ps.id); ok {
+		id := ps.id
+		s.cpu = func() (time.Duration, bool) { return p.cg.cpu(id) }
+		s.pids = func() ([]int, bool) { return p.cg.pids(id) }
+	}
 	ps.s = s
 	return nil
 }
@@ -153,6 +168,9 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 	res := ps.s.run(ctx, job, lim)
 	if oom := p.cg.oomKilled(ps.id); oom && res.SandboxError == "" {
 		res.MemoryKilled = true
+	}
+	if n := p.cg.leaked(ps.id); n > leakLimit && ps.s.broken == "" {
+		ps.s.broken = fmt.Sprintf("the slot holds %d MiB more than at start after a job", n>>20)
 	}
 	if ps.s.broken != "" {
 		ps.s.stop()
@@ -211,6 +229,7 @@ func (p *Pool) Close() error {
 					ps.s.stop()
 				}
 				ps.lease.release()
+				ps.judge.release()
 			case <-deadline:
 			}
 		}
@@ -218,66 +237,4 @@ func (p *Pool) Close() error {
 		os.RemoveAll(p.dir)
 	})
 	return nil
-}
-
-// Fresh runs every job in a new sandbox with the same isolation as the
-// pool and a cold interpreter: the baseline the pool is measured against.
-// It runs up to cfg.Workers jobs at once, each under its own uid.
-type Fresh struct {
-	cfg    Config
-	dir    string
-	leases chan *uidLease
-	all    []*uidLease
-}
-
-// NewFresh prepares a Fresh runner.
-func NewFresh(cfg Config) (*Fresh, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	dir, err := writeHarness()
-	if err != nil {
-		return nil, err
-	}
-	f := &Fresh{cfg: cfg, dir: dir, leases: make(chan *uidLease, cfg.workers())}
-	skip := map[int]bool{}
-	for range cfg.workers() {
-		lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		skip[lease.uid] = true
-		f.all = append(f.all, lease)
-		f.leases <- lease
-	}
-	return f, nil
-}
-
-// Run starts a sandbox, runs job in it and stops it.
-func (f *Fresh) Run(ctx context.Context, job *Job) (*Result, error) {
-	var lease *uidLease
-	select {
-	case lease = <-f.leases:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { f.leases <- lease }()
-	s, err := startSlot(ctx, &f.cfg, f.dir, 0, lease.uid, true)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return &Result{ExitCode: -1, SandboxError: err.Error()}, nil
-	}
-	defer s.stop()
-	return s.run(ctx, job, job.Limits.withDefaults(f.cfg.Limits)), nil
-}
-
-// Close releases the runner.
-func (f *Fresh) Close() error {
-	for _, l := range f.all {
-		l.release()
-	}
-	return os.RemoveAll(f.dir)
 }

@@ -86,14 +86,37 @@ func leaseUID(dir string, base, count int, skip map[int]bool) (*uidLease, error)
 			f.Close()
 			continue
 		}
-		// A previous owner that crashed may have left processes behind.
-		if left := killUID(uid, 5*time.Second); left > 0 {
+		// A uid that any process holds belongs to someone else: a pool
+		// never kills what it did not start. (A pool that died left
+		// nothing behind: its sandboxes die with it.)
+		if len(uidProcesses(uid)) > 0 {
 			f.Close()
 			continue
 		}
 		return &uidLease{uid: uid, file: f}, nil
 	}
 	return nil, fmt.Errorf("sandbox: no free uid in %d..%d", base, base+count-1)
+}
+
+// processUID returns the real uid of a process, or -1.
+func processUID(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	i := bytes.Index(b, []byte("\nUid:"))
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(b[i+5 : min(len(b), i+64)])
+	if len(f) == 0 {
+		return -1
+	}
+	uid, err := strconv.Atoi(string(f[0]))
+	if err != nil {
+		return -1
+	}
+	return uid
 }
 
 func (l *uidLease) release() {

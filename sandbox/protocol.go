@@ -2,200 +2,156 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"syscall"
 
 	json "github.com/goccy/go-json"
 )
 
-// event is one report line of the harness after its nonce.
-type event struct {
-	Ev    string          `json:"ev"`
-	I     *int            `json:"i"`
-	V     json.RawMessage `json:"v"`
-	R     string          `json:"r"`
-	Bad   *string         `json:"bad"`
-	OK    *bool           `json:"ok"`
-	Kind  string          `json:"kind"`
-	Type  string          `json:"type"`
-	TB    string          `json:"tb"`
-	Error string          `json:"error"`
-	Code  int             `json:"code"`
+// judgeMsg is one event of the judge's report. The judge is trusted: it
+// runs the task's tests in its own process, under its own uid, and only
+// ever sees the candidate's answers as decoded values.
+type judgeMsg struct {
+	Ev           string   `json:"ev"`
+	ID           int64    `json:"id"`
+	I            *int     `json:"i"`
+	Status       string   `json:"status"`
+	R            string   `json:"r"`
+	Bad          string   `json:"bad"`
+	Kind         string   `json:"kind"`
+	Type         string   `json:"type"`
+	TB           string   `json:"tb"`
+	Loaded       bool     `json:"loaded"`
+	Gone         bool     `json:"gone"`
+	CompileError string   `json:"compile_error"`
+	LoadError    *Failure `json:"load_error"`
+	Error        string   `json:"error"`
 }
 
-// reportState turns report lines into a Result. Only lines carrying the
-// run's nonce count, each event is accepted once, and in the order the
-// harness writes them: hello first, expectations before the value they
-// judge, test results only after the program loaded.
-type reportState struct {
-	nonce     []byte
-	mode      string
-	tests     []Test
-	res       *Result
-	expect    []json.RawMessage
-	expectBad []string
-	values    []json.RawMessage
-	hello     bool
-	finished  bool
+// readReport folds the judge's report (one JSON event per line) into res.
+// An event that does not parse or fit is the judge's failure: the slot is
+// replaced.
+func readReport(res *Result, report []byte) error {
+	done := false
+	for len(report) > 0 {
+		line := report
+		if n := bytes.IndexByte(report, '\n'); n >= 0 {
+			line, report = report[:n], report[n+1:]
+		} else {
+			report = nil
+		}
+		var m judgeMsg
+		if err := json.Unmarshal(line, &m); err != nil {
+			return fmt.Errorf("judge: bad report line: %w", err)
+		}
+		if err := event(res, &m); err != nil {
+			return err
+		}
+		if m.Ev == "done" {
+			done = true
+		}
+	}
+	if !done {
+		return errors.New("judge: the report has no end")
+	}
+	return nil
 }
 
-func newReportState(nonce string, job *Job, res *Result) *reportState {
-	n := len(job.Tests)
-	res.Tests = make([]TestReport, n)
-	return &reportState{
-		nonce: []byte(nonce + " "), mode: job.Mode, tests: job.Tests, res: res,
-		expect: make([]json.RawMessage, n), expectBad: make([]string, n), values: make([]json.RawMessage, n),
-	}
-}
-
-func (st *reportState) reject() { st.res.Rejected++ }
-
-func (st *reportState) line(b []byte) {
-	if !bytes.HasPrefix(b, st.nonce) {
-		st.reject()
-		return
-	}
-	var e event
-	if err := json.Unmarshal(b[len(st.nonce):], &e); err != nil {
-		st.reject()
-		return
-	}
-	r := st.res
-	if !st.hello {
-		if e.Ev != "hello" {
-			st.reject()
-			return
-		}
-		st.hello, r.Hello = true, true
-		return
-	}
-	if st.finished {
-		st.reject()
-		return
-	}
-	idx := -1
-	if e.I != nil {
-		idx = *e.I
-		if idx < 0 || idx >= len(st.tests) {
-			st.reject()
-			return
-		}
-	}
-	switch e.Ev {
-	case "compile_error":
-		if r.Loaded || r.CompileError != "" {
-			st.reject()
-			return
-		}
-		r.CompileError = e.Error
-		st.finished = true
-	case "load_error":
-		if r.Loaded {
-			st.reject()
-			return
-		}
-		r.LoadError = &Failure{Kind: e.Kind, Type: e.Type, Traceback: e.TB}
-		st.finished = true
-	case "loaded", "start":
-		if r.Loaded {
-			st.reject()
-			return
-		}
-		r.Loaded = true
-	case "expect":
-		if idx < 0 || st.expect[idx] != nil || st.expectBad[idx] != "" || r.Tests[idx].Reported {
-			st.reject()
-			return
-		}
-		if e.Bad != nil {
-			st.expectBad[idx] = "expected value is not plain data: " + *e.Bad
-			return
-		}
-		st.expect[idx] = append(json.RawMessage(nil), e.V...)
-	case "value", "assert":
-		if st.mode != ModeFunction || !r.Loaded || idx < 0 || r.Tests[idx].Reported {
-			st.reject()
-			return
-		}
-		t := &r.Tests[idx]
-		t.Reported = true
+func event(r *Result, m *judgeMsg) error {
+	switch m.Ev {
+	case "load":
 		switch {
-		case e.Ev == "assert" && e.OK != nil:
-			t.Passed = *e.OK
-			t.AssertFailed = !*e.OK
-			if !*e.OK && e.TB != "" {
-				t.Err = &Failure{Kind: "assert", Type: "AssertionError", Traceback: e.TB}
+		case m.Loaded:
+			r.Loaded = true
+		case m.CompileError != "":
+			r.CompileError = m.CompileError
+		case m.LoadError != nil:
+			r.LoadError = m.LoadError
+		}
+	case "test":
+		if m.I == nil || *m.I < 0 || *m.I >= len(r.Tests) || r.Tests[*m.I].Reported {
+			return errors.New("judge: bad test report")
+		}
+		t := &r.Tests[*m.I]
+		t.Reported = true
+		switch m.Status {
+		case "passed":
+			t.Passed = true
+		case "wrong":
+			t.Actual = m.R
+			if m.TB != "" {
+				t.AssertFailed = true
+				t.Err = &Failure{Kind: "assert", Type: "AssertionError", Traceback: m.TB}
 			}
-		case e.Bad != nil:
-			t.NotPlain = *e.Bad
-		case e.Ev == "value":
-			st.values[idx] = append(json.RawMessage(nil), e.V...)
-			t.Actual = e.R
-			t.Passed = st.judge(idx)
+		case "notplain":
+			t.NotPlain, t.Actual = m.Bad, m.R
+		case "error":
+			t.Err = &Failure{Kind: m.Kind, Type: m.Type, Traceback: m.TB}
+		case "task":
+			t.Err = &Failure{Kind: "task", Type: "TaskError", Traceback: m.TB}
+		default:
+			return errors.New("judge: unknown test status " + m.Status)
 		}
-	case "error":
-		f := &Failure{Kind: e.Kind, Type: e.Type, Traceback: e.TB}
-		if st.mode == ModeProgram {
-			if !r.Loaded || r.LoadError != nil {
-				st.reject()
-				return
-			}
-			r.LoadError = f
-			st.finished = true
-			return
-		}
-		if !r.Loaded || idx < 0 || r.Tests[idx].Reported {
-			st.reject()
-			return
-		}
-		r.Tests[idx].Reported = true
-		r.Tests[idx].Err = f
+	case "gone":
 	case "done":
-		if st.mode != ModeFunction || !r.Loaded {
-			st.reject()
-			return
-		}
-		r.Done = true
-		st.finished = true
-	case "end":
-		if st.mode != ModeProgram || !r.Loaded {
-			st.reject()
-			return
-		}
-		r.Done, r.EndCode = true, e.Code
-		st.finished = true
+		r.Done = !m.Gone && r.Loaded
+	case "error":
+		return errors.New(m.Error)
 	default:
-		st.reject()
+		return errors.New("judge: unknown event " + m.Ev)
 	}
+	return nil
 }
 
-// judge compares the reported value of test idx with its expectation.
-func (st *reportState) judge(idx int) bool {
-	t := &st.res.Tests[idx]
-	if st.expectBad[idx] != "" {
-		t.Err = &Failure{Kind: "task", Type: "TaskError", Traceback: st.expectBad[idx]}
-		return false
-	}
-	if st.expect[idx] == nil {
-		t.Err = &Failure{Kind: "task", Type: "TaskError", Traceback: "the expected value could not be evaluated"}
-		return false
-	}
-	ok, err := ValuesEqual(st.expect[idx], st.values[idx])
-	if err != nil {
-		t.Err = &Failure{Kind: "task", Type: "ProtocolError", Traceback: err.Error()}
-		return false
-	}
-	return ok
+// hints are what a stdio program's harness said about how it ended, on a
+// pipe the program itself can write to: they only ever explain a failure
+// (a compile error, the exception that ended it), never make one pass.
+type hints struct {
+	CompileError string   `json:"compile_error"`
+	Error        *Failure `json:"error"`
 }
 
-// feed splits data into lines and hands complete ones to line.
-func (st *reportState) feed(data []byte) {
-	for len(data) > 0 {
-		n := bytes.IndexByte(data, '\n')
-		if n < 0 {
-			// A trailing partial line means the writer died mid-line.
-			st.reject()
-			return
+// parseHints reads length-prefixed frames; anything malformed is ignored.
+func parseHints(b []byte) hints {
+	var h hints
+	for len(b) >= 4 {
+		n := int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3])
+		if n < 0 || n > len(b)-4 {
+			break
 		}
-		st.line(data[:n])
-		data = data[n+1:]
+		var f hints
+		if json.Unmarshal(b[4:4+n], &f) == nil {
+			if f.CompileError != "" && h.CompileError == "" {
+				h.CompileError = f.CompileError
+			}
+			if f.Error != nil && h.Error == nil {
+				h.Error = f.Error
+			}
+		}
+		b = b[4+n:]
+	}
+	return h
+}
+
+// programResult fills a stdio run's Result from the real exit status.
+func programResult(res *Result, status int, hintBytes []byte) {
+	ws := syscall.WaitStatus(status)
+	switch {
+	case ws.Exited():
+		res.Exited, res.ExitCode = true, ws.ExitStatus()
+	case ws.Signaled():
+		res.Signal = ws.Signal().String()
+	}
+	res.Loaded = true
+	if res.Exited && res.ExitCode == 0 {
+		res.Done = true
+		return
+	}
+	h := parseHints(hintBytes)
+	if h.CompileError != "" {
+		res.CompileError, res.Loaded = h.CompileError, false
+	} else if h.Error != nil {
+		res.LoadError = h.Error
 	}
 }

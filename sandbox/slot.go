@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -26,37 +25,50 @@ type ctrlMsg struct {
 	PID    int     `json:"pid"`
 	VMSize int64   `json:"vmsize"`
 	Status int     `json:"status"`
+	Armed  bool    `json:"armed"`
 	UTime  float64 `json:"utime"`
 	STime  float64 `json:"stime"`
 	MaxRSS int64   `json:"maxrss"`
 	OK     bool    `json:"ok"`
 	Left   int     `json:"left"`
+	Why    string  `json:"why"`
 	Error  string  `json:"error"`
 }
 
-// slot is one warm sandbox: a bwrap process with a Python worker inside.
+// slot is one warm sandbox: a bwrap process with a Python worker and the
+// slot's judge inside.
 type slot struct {
-	id     int
-	uid    int
-	cfg    *Config
-	dir    string // host directory with harness.py
-	cold   bool
-	cmd    *exec.Cmd
-	ctrl   *net.UnixConn
-	msgs   chan ctrlMsg
-	exited chan struct{}
-	log    *tailBuffer
-	seq    int64
-	broken string // why the slot must be replaced ("" = healthy)
+	id       int
+	uid      int // the candidates'
+	judgeUID int
+	cfg      *Config
+	dir      string // host directory with harness.py
+	cmd      *exec.Cmd
+	ctrl     *net.UnixConn
+	judge    *net.UnixConn
+	msgs     chan ctrlMsg
+	jmsgs    chan judgeMsg
+	exited   chan struct{}
+	log      *tailBuffer
+	seq      int64
+	broken   string // why the slot must be replaced ("" = healthy)
+	// cpu reads the slot's CPU time so far (nil without a cgroup) and
+	// pids lists its processes.
+	cpu  func() (time.Duration, bool)
+	pids func() ([]int, bool)
 }
 
 const harnessMount = "/opt/murphy"
 
+// seccompFD is the descriptor bwrap reads the filter from (ExtraFiles[2]).
+const seccompFD = 5
+
 // bwrapArgs is the isolation of every worker.
-func bwrapArgs(cfg *Config, dir string, cold bool) []string {
+func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 	a := []string{
 		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--hostname", "sandbox",
+		"--seccomp", strconv.Itoa(seccompFD),
 		"--ro-bind", "/usr", "/usr",
 	}
 	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
@@ -71,7 +83,7 @@ func bwrapArgs(cfg *Config, dir string, cold bool) []string {
 			a = append(a, "--ro-bind", p, p)
 		}
 	}
-	a = append(a,
+	return append(a,
 		"--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.Itoa(cfg.TmpSizeMB<<20), "--tmpfs", "/tmp",
 		"--ro-bind", dir, harnessMount,
@@ -83,76 +95,130 @@ func bwrapArgs(cfg *Config, dir string, cold bool) []string {
 		"--cap-add", "CAP_DAC_READ_SEARCH",
 		"--chdir", "/tmp",
 		"--", cfg.Python, "-I", "-B", harnessMount+"/harness.py",
+		"--job-uid", strconv.Itoa(uid), "--judge-uid", strconv.Itoa(judgeUID),
 	)
-	if cold {
-		a = append(a, "--cold")
-	}
-	return a
 }
 
-// startSlot starts a worker and waits until it is ready.
-func startSlot(ctx context.Context, cfg *Config, dir string, id, uid int, cold bool) (*slot, error) {
+// seqpacket returns a connected pair: ours as a UnixConn, theirs as a file
+// to hand to the sandbox.
+func seqpacket() (*net.UnixConn, *os.File, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
-	parentF := os.NewFile(uintptr(fds[0]), "ctrl")
-	childF := os.NewFile(uintptr(fds[1]), "ctrl-child")
-	defer childF.Close()
-	fc, err := net.FileConn(parentF)
-	parentF.Close()
+	ours := os.NewFile(uintptr(fds[0]), "ctrl")
+	defer ours.Close()
+	fc, err := net.FileConn(ours)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: control socket: %w", err)
+		syscall.Close(fds[1])
+		return nil, nil, fmt.Errorf("sandbox: control socket: %w", err)
 	}
+	return fc.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "ctrl-child"), nil
+}
+
+// seccompFile holds the filter program for bwrap to read.
+func seccompFile() (*os.File, error) {
+	prog, err := SeccompProgram()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	// A pipe holds 64 KiB; the filter is a few hundred bytes.
+	_, err = w.Write(prog)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sandbox: seccomp program: %w", err)
+	}
+	return r, nil
+}
+
+// startSlot starts a worker and its judge and waits until both are ready.
+func startSlot(ctx context.Context, cfg *Config, dir string, id, uid, judgeUID int) (*slot, error) {
+	ctrl, ctrlChild, err := seqpacket()
+	if err != nil {
+		return nil, err
+	}
+	defer ctrlChild.Close()
+	judge, judgeChild, err := seqpacket()
+	if err != nil {
+		ctrl.Close()
+		return nil, err
+	}
+	defer judgeChild.Close()
+	filter, err := seccompFile()
+	if err != nil {
+		ctrl.Close()
+		judge.Close()
+		return nil, err
+	}
+	defer filter.Close()
 	s := &slot{
-		id: id, uid: uid, cfg: cfg, dir: dir, cold: cold,
-		ctrl: fc.(*net.UnixConn), msgs: make(chan ctrlMsg, 16), exited: make(chan struct{}),
-		log: &tailBuffer{max: 16 << 10},
+		id: id, uid: uid, judgeUID: judgeUID, cfg: cfg, dir: dir,
+		ctrl: ctrl, judge: judge, msgs: make(chan ctrlMsg, 16), jmsgs: make(chan judgeMsg, 64),
+		exited: make(chan struct{}), log: &tailBuffer{max: 16 << 10},
 	}
-	s.cmd = exec.Command(cfg.Bwrap, bwrapArgs(cfg, dir, cold)...)
+	s.cmd = exec.Command(cfg.Bwrap, bwrapArgs(cfg, dir, uid, judgeUID)...)
 	s.cmd.Env = []string{}
-	s.cmd.ExtraFiles = []*os.File{childF}
+	s.cmd.ExtraFiles = []*os.File{ctrlChild, judgeChild, filter}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
-		s.ctrl.Close()
+		ctrl.Close()
+		judge.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cfg.Bwrap, err)
 	}
 	go func() {
 		_ = s.cmd.Wait()
 		close(s.exited)
 	}()
-	go s.readCtrl()
+	go readMsgs(s.ctrl, s.msgs)
+	go readMsgs(s.judge, s.jmsgs)
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
-	select {
-	case m, ok := <-s.msgs:
-		if ok && m.Ev == "ready" {
-			return s, nil
+	workerReady, judgeReady := false, false
+	for !workerReady || !judgeReady {
+		select {
+		case m, ok := <-s.msgs:
+			if !ok || m.Ev != "ready" {
+				err = fmt.Errorf("sandbox: worker did not start: %s", s.log.String())
+			}
+			workerReady = true
+		case m, ok := <-s.jmsgs:
+			if !ok || m.Ev != "ready" {
+				err = fmt.Errorf("sandbox: judge did not start: %s", s.log.String())
+			}
+			judgeReady = true
+		case <-timer.C:
+			err = fmt.Errorf("sandbox: worker not ready after %s: %s", cfg.StartTimeout, s.log.String())
+		case <-ctx.Done():
+			err = ctx.Err()
 		}
-		err = fmt.Errorf("sandbox: worker did not start: %s", s.log.String())
-	case <-timer.C:
-		err = fmt.Errorf("sandbox: worker not ready after %s: %s", cfg.StartTimeout, s.log.String())
-	case <-ctx.Done():
-		err = ctx.Err()
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
 	}
-	s.stop()
-	return nil, err
+	return s, nil
 }
 
-func (s *slot) readCtrl() {
-	defer close(s.msgs)
-	buf := make([]byte, 1<<16)
+// readMsgs decodes the JSON messages of one control socket until EOF.
+func readMsgs[T any](c *net.UnixConn, out chan<- T) {
+	defer close(out)
+	buf := make([]byte, 1<<18)
 	for {
-		n, _, _, _, err := s.ctrl.ReadMsgUnix(buf, nil)
+		n, _, _, _, err := c.ReadMsgUnix(buf, nil)
 		if err != nil || n == 0 {
 			return
 		}
-		var m ctrlMsg
+		var m T
 		if json.Unmarshal(buf[:n], &m) != nil {
 			continue
 		}
-		s.msgs <- m
+		out <- m
 	}
 }
 
@@ -168,7 +234,34 @@ func (s *slot) stop() {
 		}
 	}
 	s.ctrl.Close()
-	killUID(s.uid, 5*time.Second)
+	s.judge.Close()
+	s.killJob(5 * time.Second)
+}
+
+// killJob kills every process of the job's uid from outside the sandbox:
+// the slot's cgroup lists them, or a scan of /proc where there is none.
+func (s *slot) killJob(deadline time.Duration) int {
+	if s.pids == nil {
+		return killUID(s.uid, deadline)
+	}
+	stop := time.Now().Add(deadline)
+	for wait := time.Millisecond; ; wait = min(wait*2, 50*time.Millisecond) {
+		pids, ok := s.pids()
+		if !ok {
+			return killUID(s.uid, time.Until(stop))
+		}
+		n := 0
+		for _, pid := range pids {
+			if processUID(pid) == s.uid {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				n++
+			}
+		}
+		if n == 0 || time.Now().After(stop) {
+			return n
+		}
+		time.Sleep(wait)
+	}
 }
 
 // capture reads a pipe, keeping the first max bytes; onOver runs once when
@@ -202,39 +295,39 @@ func (c *capture) run(r io.ReadCloser, done *sync.WaitGroup) {
 	}
 }
 
-func newNonce() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// program is what the candidate process reads: its own code, nothing of
+// the tests.
+type program struct {
+	Mode       string `json:"mode"`
+	Code       string `json:"code"`
+	EntryPoint string `json:"entry_point,omitempty"`
+	Setup      string `json:"setup,omitempty"`
 }
 
-// payload is what the harness reads from the job pipe.
-type payload struct {
-	Mode       string        `json:"mode"`
-	Code       string        `json:"code"`
-	EntryPoint string        `json:"entry_point,omitempty"`
+// testsPayload is what the judge reads.
+type testsPayload struct {
+	EntryPoint string        `json:"entry_point"`
+	Helpers    string        `json:"helpers,omitempty"`
 	Setup      string        `json:"setup,omitempty"`
-	Tests      []payloadTest `json:"tests,omitempty"`
+	Seed       int64         `json:"seed"`
+	Tests      []payloadTest `json:"tests"`
 }
 
 type payloadTest struct {
-	Args     *string `json:"args,omitempty"`
-	Expected string  `json:"expected,omitempty"`
-	Assert   string  `json:"assert,omitempty"`
-	Check    string  `json:"check,omitempty"`
+	Kind     string `json:"kind"`
+	Args     string `json:"args,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	Code     string `json:"code,omitempty"`
 }
 
-func makePayload(job *Job) ([]byte, error) {
-	p := payload{Mode: job.Mode, Code: job.Code, EntryPoint: job.EntryPoint, Setup: job.Setup}
+func makeTests(job *Job, seed int64) ([]byte, error) {
+	p := testsPayload{EntryPoint: job.EntryPoint, Helpers: job.Helpers, Setup: job.Setup, Seed: seed}
 	for _, t := range job.Tests {
 		switch t.Kind {
 		case TestValue:
-			args := t.Args
-			p.Tests = append(p.Tests, payloadTest{Args: &args, Expected: t.Expected})
-		case TestAssert:
-			p.Tests = append(p.Tests, payloadTest{Assert: t.Code})
-		case TestCheck:
-			p.Tests = append(p.Tests, payloadTest{Check: t.Code})
+			p.Tests = append(p.Tests, payloadTest{Kind: t.Kind, Args: t.Args, Expected: t.Expected})
+		case TestAssert, TestCheck:
+			p.Tests = append(p.Tests, payloadTest{Kind: t.Kind, Code: t.Code})
 		default:
 			return nil, fmt.Errorf("sandbox: unknown test kind %q", t.Kind)
 		}
@@ -242,11 +335,41 @@ func makePayload(job *Job) ([]byte, error) {
 	return json.Marshal(p)
 }
 
+// pipes makes n pipes; on failure none is left open.
+func pipes(n int) ([][2]*os.File, error) {
+	out := make([][2]*os.File, 0, n)
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		out = append(out, [2]*os.File{r, w})
+	}
+	return out, nil
+}
+
+func closeAll(ps [][2]*os.File) {
+	for _, p := range ps {
+		p[0].Close()
+		p[1].Close()
+	}
+}
+
+// streamPair is a connected SOCK_STREAM pair (the judge-candidate channel).
+func streamPair() (*os.File, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "chan-judge"), os.NewFile(uintptr(fds[1]), "chan-candidate"), nil
+}
+
 // run executes one job. It never returns an error: sandbox failures are in
 // Result.SandboxError and set s.broken so that the pool replaces the slot.
 func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	start := time.Now()
-	res := &Result{ExitCode: -1}
+	res := &Result{ExitCode: -1, Tests: make([]TestReport, len(job.Tests))}
 	defer func() { res.Wall = time.Since(start) }()
 	fail := func(format string, args ...any) *Result {
 		res.SandboxError = fmt.Sprintf(format, args...)
@@ -255,55 +378,99 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		}
 		return res
 	}
-	if job.Mode != ModeFunction && job.Mode != ModeProgram {
+	function := job.Mode == ModeFunction
+	if !function && job.Mode != ModeProgram {
 		res.SandboxError = fmt.Sprintf("unknown job mode %q", job.Mode)
 		return res
 	}
-	body, err := makePayload(job)
+	prog, err := json.Marshal(program{Mode: job.Mode, Code: job.Code, EntryPoint: job.EntryPoint, Setup: job.Setup})
 	if err != nil {
 		res.SandboxError = err.Error()
 		return res
 	}
-	var pipes [5][2]*os.File // job, stdin, stdout, stderr, report: {read, write}
-	for i := range pipes {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, p := range pipes[:i] {
-				p[0].Close()
-				p[1].Close()
-			}
-			return fail("pipe: %v", err)
+	var tests []byte
+	if function {
+		if tests, err = makeTests(job, s.cfg.Seed); err != nil {
+			res.SandboxError = err.Error()
+			return res
 		}
-		pipes[i] = [2]*os.File{r, w}
+	}
+	// program, stdin, stdout, stderr, and for a stdio program its hints
+	// (a function job's channel is a socket to the judge): {read, write}.
+	n := 4
+	if !function {
+		n = 5
+	}
+	ps, err := pipes(n)
+	if err != nil {
+		return fail("pipe: %v", err)
+	}
+	var chanJudge, chanCand, hintsR *os.File
+	if function {
+		if chanJudge, chanCand, err = streamPair(); err != nil {
+			closeAll(ps)
+			return fail("socketpair: %v", err)
+		}
+	} else {
+		hintsR, chanCand = ps[4][0], ps[4][1]
 	}
 	s.seq++
 	id := s.seq
-	nonce := newNonce()
+	var testsW, reportR *os.File
+	if function {
+		tp, err := pipes(2)
+		if err != nil {
+			closeAll(ps)
+			chanJudge.Close()
+			chanCand.Close()
+			return fail("pipe: %v", err)
+		}
+		testsW, reportR = tp[0][1], tp[1][0]
+		hdr, _ := json.Marshal(map[string]any{"op": "judge", "id": id, "frame_bytes": lim.ReportBytes})
+		_, _, err = s.judge.WriteMsgUnix(hdr, syscall.UnixRights(int(tp[0][0].Fd()), int(chanJudge.Fd()), int(tp[1][1].Fd())), nil)
+		tp[0][0].Close()
+		tp[1][1].Close()
+		chanJudge.Close()
+		if err != nil {
+			closeAll(ps)
+			chanCand.Close()
+			testsW.Close()
+			reportR.Close()
+			return fail("send tests: %v", err)
+		}
+	}
+	cpuBase, haveCPU := time.Duration(0), false
+	if s.cpu != nil {
+		cpuBase, haveCPU = s.cpu()
+	}
 	hdr, _ := json.Marshal(map[string]any{
-		"op": "run", "id": id, "uid": s.uid, "gid": s.uid, "nonce": nonce,
-		"seed": s.cfg.Seed, "hash_seed": s.cfg.HashSeed,
+		"op": "run", "id": id, "seed": s.cfg.Seed, "hash_seed": s.cfg.HashSeed,
 		"limits": map[string]any{
 			"memory_bytes": int64(lim.MemoryMB) << 20,
-			"cpu_seconds":  int64(math.Ceil(lim.CPU.Seconds())),
+			"cpu_seconds":  int64(math.Ceil(lim.CPU.Seconds())) + 1,
 			"file_bytes":   int64(lim.FileSizeMB) << 20,
 			"procs":        lim.Procs,
 			"open_files":   lim.OpenFiles,
+			"frame_bytes":  lim.ReportBytes,
 		},
 	})
-	rights := syscall.UnixRights(int(pipes[0][0].Fd()), int(pipes[1][0].Fd()),
-		int(pipes[2][1].Fd()), int(pipes[3][1].Fd()), int(pipes[4][1].Fd()))
+	rights := syscall.UnixRights(int(ps[0][0].Fd()), int(ps[1][0].Fd()), int(ps[2][1].Fd()), int(ps[3][1].Fd()), int(chanCand.Fd()))
 	_, _, err = s.ctrl.WriteMsgUnix(hdr, rights, nil)
 	// Our copies of the sandbox's ends go now, so EOF means the job's
 	// processes are gone.
-	pipes[0][0].Close()
-	pipes[1][0].Close()
-	pipes[2][1].Close()
-	pipes[3][1].Close()
-	pipes[4][1].Close()
+	ps[0][0].Close()
+	ps[1][0].Close()
+	ps[2][1].Close()
+	ps[3][1].Close()
+	chanCand.Close()
 	if err != nil {
-		for _, p := range pipes {
-			p[0].Close()
-			p[1].Close()
+		closeAll(ps)
+		if testsW != nil {
+			testsW.Close()
+			reportR.Close()
+		}
+		if hintsR != nil {
+			hintsR.Close()
 		}
 		return fail("send job: %v", err)
 	}
@@ -312,37 +479,57 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	overFn := func() { kill <- "output" }
 	stdout := &capture{max: lim.OutputBytes, onOver: overFn}
 	stderr := &capture{max: lim.OutputBytes, onOver: overFn}
-	report := &capture{max: lim.ReportBytes, onOver: overFn}
+	hintCap := &capture{max: 64 << 10}
+	// The judge's report: each test's event is a few KB at most.
+	reportCap := &capture{max: 64<<10 + 8<<10*len(job.Tests)}
 	var readers sync.WaitGroup
-	readers.Add(3)
-	go stdout.run(pipes[2][0], &readers)
-	go stderr.run(pipes[3][0], &readers)
-	go report.run(pipes[4][0], &readers)
-	go func() {
-		_, _ = pipes[0][1].Write(body)
-		pipes[0][1].Close()
-	}()
-	go func() {
-		if len(job.Stdin) > 0 {
-			_, _ = pipes[1][1].Write(job.Stdin)
+	readers.Add(2)
+	go stdout.run(ps[2][0], &readers)
+	go stderr.run(ps[3][0], &readers)
+	if hintsR != nil {
+		readers.Add(1)
+		go hintCap.run(hintsR, &readers)
+	}
+	if reportR != nil {
+		readers.Add(1)
+		go reportCap.run(reportR, &readers)
+	}
+	writeAll := func(w *os.File, b []byte) {
+		if len(b) > 0 {
+			_, _ = w.Write(b)
 		}
-		pipes[1][1].Close()
-	}()
+		w.Close()
+	}
+	go writeAll(ps[0][1], prog)
+	go writeAll(ps[1][1], job.Stdin)
+	if testsW != nil {
+		go writeAll(testsW, tests)
+	}
 
+	judged := !function
 	var (
 		wall     <-chan time.Time
 		grace    <-chan time.Time
+		cpuTick  *time.Timer
 		startBy  = time.After(s.cfg.StartTimeout)
 		killed   bool
 		exitMsg  *ctrlMsg
+		cleaned  bool
 		canceled error
+		jmsgs    = s.jmsgs
 	)
+	defer func() {
+		if cpuTick != nil {
+			cpuTick.Stop()
+		}
+	}()
+	var tick <-chan time.Time
 	doKill := func(why string) {
 		// What happens after the main process exited is cleanup, not
 		// the job's verdict.
 		if exitMsg == nil {
 			switch why {
-			case "wall":
+			case "wall", "cpu":
 				res.TimedOut = true
 			case "output":
 				res.OutputLimited = true
@@ -350,16 +537,21 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		}
 		if !killed {
 			killed = true
-			killUID(s.uid, 2*time.Second)
+			s.killJob(2 * time.Second)
 			grace = time.After(10 * time.Second)
 		}
 	}
-wait:
-	for {
+	// nextTick is when the job could first reach its CPU limit: all CPUs
+	// busy for what is left of it.
+	nextTick := func(used time.Duration) time.Duration {
+		left := lim.CPU - used
+		return min(max(left/time.Duration(runtime.NumCPU()), time.Millisecond), 100*time.Millisecond)
+	}
+	for !cleaned || !judged {
 		select {
 		case m, ok := <-s.msgs:
 			if !ok {
-				killUID(s.uid, 5*time.Second)
+				s.killJob(5 * time.Second)
 				readers.Wait()
 				return fail("worker died: %s", s.log.String())
 			}
@@ -370,34 +562,63 @@ wait:
 			case "started":
 				startBy = nil
 				wall = time.After(lim.Wall)
+				if haveCPU {
+					cpuTick = time.NewTimer(nextTick(0))
+					tick = cpuTick.C
+				}
 			case "exit":
 				exitMsg = &m
-				wall = nil
+				wall, tick = nil, nil
 			case "clean":
 				if !m.OK {
-					s.broken = fmt.Sprintf("cleanup left %d processes", m.Left)
+					s.broken = fmt.Sprintf("cleanup after the job failed: %s", m.Why)
 				}
-				break wait
+				cleaned = true
 			case "error":
-				killUID(s.uid, 5*time.Second)
+				s.killJob(5 * time.Second)
 				readers.Wait()
 				return fail("worker: %s", m.Error)
 			}
+		case m, ok := <-jmsgs:
+			if !ok {
+				jmsgs = nil
+				if !judged {
+					s.killJob(5 * time.Second)
+					return fail("judge died: %s", s.log.String())
+				}
+				continue
+			}
+			if m.ID == id && m.Ev == "judged" {
+				judged = true
+			}
+		case <-tick:
+			used, ok := s.cpu()
+			if ok && used-cpuBase >= lim.CPU {
+				doKill("cpu")
+				tick = nil
+				continue
+			}
+			cpuTick.Reset(nextTick(used - cpuBase))
 		case <-startBy:
-			killUID(s.uid, 5*time.Second)
+			s.killJob(5 * time.Second)
 			return fail("job not started after %s", s.cfg.StartTimeout)
 		case <-wall:
 			doKill("wall")
 		case why := <-kill:
 			doKill(why)
 		case <-grace:
-			killUID(s.uid, 5*time.Second)
-			return fail("worker did not report the job's end after it was killed")
+			s.killJob(5 * time.Second)
+			return fail("the sandbox did not report the job's end after it was killed")
 		case <-ctx.Done():
 			if canceled == nil {
 				canceled = ctx.Err()
 				doKill("canceled")
 			}
+		}
+	}
+	if haveCPU {
+		if used, ok := s.cpu(); ok {
+			res.CPU = used - cpuBase
 		}
 	}
 	// Every process that held the pipes is dead; wait for the readers.
@@ -406,41 +627,48 @@ wait:
 	select {
 	case <-drained:
 	case <-time.After(10 * time.Second):
-		killUID(s.uid, 5*time.Second)
+		s.killJob(5 * time.Second)
 		return fail("output pipes still open after the job ended")
 	}
 	if exitMsg == nil {
 		return fail("no exit status from the worker")
 	}
+	if !exitMsg.Armed {
+		return fail("the harness did not start the job: %s", tail(string(stderr.buf), 2000))
+	}
 	if canceled != nil {
 		res.SandboxError = "canceled: " + canceled.Error()
 	}
-	ws := syscall.WaitStatus(exitMsg.Status)
-	switch {
-	case ws.Exited():
-		res.Exited, res.ExitCode = true, ws.ExitStatus()
-	case ws.Signaled():
-		res.Signal = ws.Signal().String()
-		if ws.Signal() == syscall.SIGXCPU {
-			res.TimedOut = true
-		}
+	if !haveCPU {
+		res.CPU = time.Duration((exitMsg.UTime + exitMsg.STime) * float64(time.Second))
 	}
-	res.CPU = time.Duration((exitMsg.UTime + exitMsg.STime) * float64(time.Second))
 	res.MaxRSSKB = exitMsg.MaxRSS
-	// The CPU rlimit kills with SIGKILL at its hard limit (a second past the
-	// soft one, for programs that ignore SIGXCPU). Reported CPU time is
-	// sampled, so allow it to fall a little short of the limit.
-	if ws.Signaled() && ws.Signal() == syscall.SIGKILL && res.CPU >= lim.CPU*9/10 {
+	ws := syscall.WaitStatus(exitMsg.Status)
+	if function {
+		if reportCap.over {
+			return fail("judge: report larger than %d bytes", reportCap.max)
+		}
+		if err := readReport(res, reportCap.buf); err != nil {
+			return fail("%v", err)
+		}
+		switch {
+		case ws.Exited():
+			res.Exited, res.ExitCode = true, ws.ExitStatus()
+		case ws.Signaled():
+			res.Signal = ws.Signal().String()
+		}
+	} else {
+		programResult(res, exitMsg.Status, hintCap.buf)
+	}
+	if ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || (ws.Signal() == syscall.SIGKILL && res.CPU >= lim.CPU)) {
+		res.TimedOut = true
+	}
+	if res.CPU >= lim.CPU {
 		res.TimedOut = true
 	}
 	res.Stdout, res.Stderr = stdout.buf, stderr.buf
-	if stdout.over || stderr.over || report.over {
+	if stdout.over || stderr.over {
 		res.OutputLimited = true
-	}
-	st := newReportState(nonce, job, res)
-	st.feed(report.buf)
-	if !res.Hello && res.SandboxError == "" {
-		res.SandboxError = "the harness did not start the job: " + tail(string(res.Stderr), 2000)
 	}
 	return res
 }

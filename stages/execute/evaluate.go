@@ -113,7 +113,10 @@ func cases(task *topics.Task) []caseOf {
 
 func (e *Evaluator) function(ctx context.Context, task *topics.Task, code string) (Outcome, error) {
 	cs := cases(task)
-	job := &sandbox.Job{Mode: sandbox.ModeFunction, Code: code, EntryPoint: task.EntryPoint, Setup: task.Setup, Limits: limits(task)}
+	// The prompt, where it is code, defines the task's helpers for the
+	// judge (HumanEval checks call some of them).
+	job := &sandbox.Job{Mode: sandbox.ModeFunction, Code: code, EntryPoint: task.EntryPoint, Setup: task.Setup,
+		Helpers: task.Prompt, Limits: limits(task)}
 	for _, c := range cs {
 		switch {
 		case c.tc == nil:

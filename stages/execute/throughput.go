@@ -1,0 +1,142 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// FreshCommand is the baseline the warm pool is measured against: a new
+// bubblewrap sandbox and a new interpreter per program.
+var FreshCommand = []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	"--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--clearenv", "python3"}
+
+// ThroughputResult is one run of the sandbox throughput benchmark.
+type ThroughputResult struct {
+	Executions int
+	Workers    int
+	Pool       time.Duration // every execution through the Evaluator
+	Fresh      time.Duration // the same programs, FreshCommand each
+}
+
+// PoolRate and FreshRate are executions per second.
+func (r ThroughputResult) PoolRate() float64 {
+	return float64(r.Executions) / r.Pool.Seconds()
+}
+
+func (r ThroughputResult) FreshRate() float64 {
+	return float64(r.Executions) / r.Fresh.Seconds()
+}
+
+// Ratio is the pool's rate over the fresh sandbox's.
+func (r ThroughputResult) Ratio() float64 { return r.PoolRate() / r.FreshRate() }
+
+func (r ThroughputResult) String() string {
+	return fmt.Sprintf("sandbox throughput: %d executions, %d at once\n"+
+		"  pool (murphy exec)   %7.1f executions/s (%s)\n"+
+		"  fresh sandbox each   %7.1f executions/s (%s)\n"+
+		"  ratio                %7.2f (target >= 4)\n",
+		r.Executions, r.Workers, r.PoolRate(), r.Pool.Round(time.Millisecond),
+		r.FreshRate(), r.Fresh.Round(time.Millisecond), r.Ratio())
+}
+
+// Throughput evaluates every task's reference solution repeat times with
+// ev, workers at once, then runs the same programs (with their tests as one
+// script) in FreshCommand, workers at once. Every execution must pass on
+// both sides.
+func Throughput(ctx context.Context, ev *Evaluator, workers, repeat int, ts []topics.Task) (ThroughputResult, error) {
+	res := ThroughputResult{Executions: len(ts) * repeat, Workers: workers}
+	// Not under /tmp: the fresh sandbox mounts its own there.
+	dir, err := os.MkdirTemp("/var/tmp", "murphy-throughput-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	files := make([]string, len(ts))
+	for i := range ts {
+		t := &ts[i]
+		if t.Kind != topics.KindPythonFunction || t.Reference == "" {
+			return res, fmt.Errorf("%s: the benchmark needs python-function tasks with a reference", t.TaskID)
+		}
+		files[i] = filepath.Join(dir, fmt.Sprintf("t%d.py", i))
+		if err := os.WriteFile(files[i], []byte(ScriptOf(t)), 0o644); err != nil {
+			return res, err
+		}
+	}
+	each := func(fn func(i int) error) (time.Duration, error) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		start := time.Now()
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					n := int(next.Add(1)) - 1
+					if n >= res.Executions || ctx.Err() != nil {
+						return
+					}
+					if err := fn(n % len(ts)); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+		return time.Since(start), ctx.Err()
+	}
+	res.Pool, err = each(func(i int) error {
+		o, err := ev.Evaluate(ctx, &ts[i], ts[i].Reference)
+		if err != nil {
+			return err
+		}
+		if o.Status != topics.StatusPassed {
+			return fmt.Errorf("pool: %s's reference got %s:\n%s", ts[i].TaskID, o.Status, o.Feedback)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Fresh, err = each(func(i int) error {
+		cmd := exec.CommandContext(ctx, FreshCommand[0], append(FreshCommand[1:], files[i])...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("fresh: %s: %v\n%s", ts[i].TaskID, err, out)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// ScriptOf is a task's reference with its tests as one plain script, the
+// way the reference HumanEval harness runs a program.
+func ScriptOf(t *topics.Task) string {
+	test := t.Check
+	if test == "" {
+		var b strings.Builder
+		b.WriteString(t.Setup + "\n\ndef check(candidate):\n    pass\n")
+		for _, tc := range t.Tests {
+			if tc.Assert != "" {
+				b.WriteString("    assert " + tc.Assert + "\n")
+			} else {
+				b.WriteString("    assert candidate(" + tc.Args + ") == " + tc.Expected + "\n")
+			}
+		}
+		test = b.String()
+	}
+	return t.Reference + "\n\n" + test + "\n\ncheck(" + t.EntryPoint + ")\n"
+}
