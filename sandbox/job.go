@@ -105,10 +105,9 @@ type Result struct {
 	Loaded bool
 	// Tests has one report per job test.
 	Tests []TestReport
-	// Done: every test ran (function mode) or the program returned or
-	// called exit (program mode; EndCode is its exit status).
-	Done    bool
-	EndCode int
+	// Done: every test ran (function mode) or the program's process
+	// exited with status 0 (program mode).
+	Done bool
 	// Exited and ExitCode describe the main process's end; Signal is set
 	// when it was killed by a signal.
 	Exited   bool
