@@ -91,9 +91,15 @@ type Task struct {
 	Check string `json:"check,omitempty"`
 	// FloatTolerance is the absolute/relative tolerance for stdio tokens.
 	FloatTolerance float64 `json:"float_tolerance,omitempty"`
-	TimeoutMS      int     `json:"timeout_ms,omitempty"`
-	MemoryMB       int     `json:"memory_mb,omitempty"`
-	RewardPolicy   string  `json:"reward_policy,omitempty"`
+	// TimeoutMS is the task's explicit CPU-time limit per run; it caps a
+	// calibrated one.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// CalibratedTimeoutMS is the CPU-time limit derived from the reference
+	// solution's measured CPU time (a factor over it, with a floor), set
+	// by calibration and kept with the task.
+	CalibratedTimeoutMS int    `json:"calibrated_timeout_ms,omitempty"`
+	MemoryMB            int    `json:"memory_mb,omitempty"`
+	RewardPolicy        string `json:"reward_policy,omitempty"`
 	// ReferencePatch is the known-good patch of a repair task, used by the
 	// reference-patch judge.
 	ReferencePatch string `json:"reference_patch,omitempty"`

@@ -49,6 +49,9 @@ func (r *Task) Validate() error {
 	if r.Kind == KindPythonFunction && r.EntryPoint == "" {
 		return missing(n, "entry_point")
 	}
+	if r.TimeoutMS < 0 || r.CalibratedTimeoutMS < 0 || r.MemoryMB < 0 {
+		return invalid(n, "timeout_ms", "limits must not be negative")
+	}
 	if err := validRewardPolicy(n, r.RewardPolicy); err != nil {
 		return err
 	}

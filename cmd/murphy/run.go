@@ -11,6 +11,8 @@ import (
 
 	"github.com/murphy-rl/murphy/dataset"
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/tasks/builtin"
@@ -31,6 +33,9 @@ type runOptions struct {
 	Timeout      time.Duration
 	Progress     time.Duration
 	DataDir      string
+	// Calibrate derives each task's time limit from its reference before
+	// the run (execute.Calibration); off, every task keeps its fixed limit.
+	Calibrate bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -38,7 +43,7 @@ func newRunCmd() *cobra.Command {
 	cfg.Topics.Partitions = 4
 	cfg.Emit.Dir = "out"
 	opt := runOptions{Out: "out", Turns: 3, GroupSizes: []int{4}, TreesPerTask: 1, Seed: 1,
-		Timeout: 30 * time.Minute, Progress: 2 * time.Second}
+		Timeout: 30 * time.Minute, Progress: 2 * time.Second, Calibrate: true}
 	var path string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -78,6 +83,7 @@ only when every tree completed and is in the output files.`,
 	f.DurationVar(&opt.Timeout, "timeout", opt.Timeout, "give up after this long")
 	f.DurationVar(&opt.Progress, "progress", opt.Progress, "progress line interval (0 = off)")
 	f.StringVar(&opt.DataDir, "broker-data-dir", "", "persist the embedded broker's log here")
+	f.BoolVar(&opt.Calibrate, "calibrate", opt.Calibrate, "derive each task's CPU time limit from its reference's measured CPU time (x10, at least 500ms, capped by timeout_ms) before the run; false keeps the fixed limits")
 	bindCommon(f, &cfg)
 	for _, n := range stageNames {
 		bindStage(f, &cfg, n)
@@ -114,6 +120,11 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	}
 	if len(ts) == 0 {
 		return &exitError{code: 2, err: errors.New("run: no tasks")}
+	}
+	if opt.Calibrate {
+		if err := calibrate(ctx, cfg.Execute.Sandbox, ts, stderr); err != nil {
+			return err
+		}
 	}
 	sub := generate.DefaultSubmitConfig()
 	sub.RunID, sub.MaxTurns, sub.GroupSizes, sub.GroupSize = opt.RunID, opt.Turns, opt.GroupSizes, opt.GroupSizes[0]
@@ -207,4 +218,25 @@ func countOutput(dir string) ([]string, int, error) {
 		return files, 0, err
 	}
 	return files, dataset.Trees(rows), nil
+}
+
+// calibrate sets each task's calibrated time limit from its reference,
+// measured in a pool like the execute stage's, before the tasks are
+// published.
+func calibrate(ctx context.Context, cfg sandbox.Config, ts []topics.Task, stderr io.Writer) error {
+	pool, err := sandbox.NewPool(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	defer pool.Close()
+	start := time.Now()
+	rep, err := (&execute.Evaluator{Runner: pool}).Calibrate(ctx, ts, execute.DefaultCalibration(), pool.Size())
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	fmt.Fprintf(stderr, "time limits: %s in %s\n", rep, time.Since(start).Round(time.Millisecond))
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(stderr, "  fixed limit: %s\n", s)
+	}
+	return nil
 }

@@ -20,6 +20,9 @@ type Outcome struct {
 	Results      []topics.TestResult
 	Duration     time.Duration
 	SandboxError string
+	// MaxRunCPU is the largest CPU time of one sandbox run (the whole
+	// job; a stdio task has one run per test).
+	MaxRunCPU time.Duration
 }
 
 // Evaluator runs programs against tasks and decides verdicts. It is the
@@ -68,11 +71,18 @@ func (e *Evaluator) cap() int {
 }
 
 // limits maps a task's limits onto the sandbox's (zero = pool default).
+// The time limit is CPU time, so the verdict does not depend on how loaded
+// the machine is; the wall limit only catches programs that sleep or block.
 func limits(task *topics.Task) sandbox.Limits {
 	var l sandbox.Limits
-	if task.TimeoutMS > 0 {
-		// The task's time limit is CPU time (load-independent verdicts); the
-		// wall limit only catches programs that sleep or block.
+	switch {
+	case task.CalibratedTimeoutMS > 0:
+		l.CPU = time.Duration(task.CalibratedTimeoutMS) * time.Millisecond
+		if task.TimeoutMS > 0 {
+			l.CPU = min(l.CPU, time.Duration(task.TimeoutMS)*time.Millisecond)
+		}
+		l.Wall = 2*l.CPU + time.Second
+	case task.TimeoutMS > 0:
 		l.CPU = time.Duration(task.TimeoutMS) * time.Millisecond
 		l.Wall = 2 * l.CPU
 	}
@@ -137,6 +147,7 @@ func (e *Evaluator) function(ctx context.Context, task *topics.Task, code string
 	}
 	out, fails := functionVerdict(cs, res, job.Limits)
 	out.Feedback = renderFeedback(task, &out, fails, e.cap())
+	out.MaxRunCPU = res.CPU
 	return out, nil
 }
 
@@ -173,6 +184,11 @@ func (e *Evaluator) stdio(ctx context.Context, task *topics.Task, code string) (
 	}
 	out, fails := stdioVerdict(task, cs, runs)
 	out.Feedback = renderFeedback(task, &out, fails, e.cap())
+	for _, r := range runs {
+		if r != nil {
+			out.MaxRunCPU = max(out.MaxRunCPU, r.CPU)
+		}
+	}
 	return out, nil
 }
 

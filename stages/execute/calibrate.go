@@ -1,0 +1,131 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// Calibration derives each task's time limit from its reference solution,
+// EvalPlus-style: the reference's measured CPU time (the largest of Runs
+// runs, the whole job) times Factor, at least Floor. A task's explicit
+// timeout_ms caps the result. A looping candidate then holds a sandbox for
+// a fraction of a second instead of a fixed 10 s.
+type Calibration struct {
+	Runs   int           `yaml:"runs"`
+	Factor float64       `yaml:"factor"`
+	Floor  time.Duration `yaml:"floor"`
+}
+
+// DefaultCalibration: CPU time varies far less than wall time under load,
+// so a factor of 10 over the slowest of 3 runs leaves references a wide
+// margin, and the floor covers interpreter start-up noise.
+func DefaultCalibration() Calibration {
+	return Calibration{Runs: 3, Factor: 10, Floor: 500 * time.Millisecond}
+}
+
+// Validate checks the settings.
+func (c Calibration) Validate() error {
+	if c.Runs < 1 || c.Factor < 1 || c.Floor < time.Millisecond {
+		return errors.New("calibration: runs >= 1, factor >= 1 and floor >= 1ms are required")
+	}
+	return nil
+}
+
+// Limit is the calibrated limit for a reference that used cpu.
+func (c Calibration) Limit(cpu time.Duration) time.Duration {
+	return max(c.Floor, time.Duration(math.Ceil(float64(cpu)*c.Factor)))
+}
+
+// CalibrationReport says what calibration did.
+type CalibrationReport struct {
+	Calibrated int
+	// Skipped lists tasks left at their fixed limit: no reference, or a
+	// reference that does not pass (it is reported, not guessed around).
+	Skipped []string
+}
+
+// Calibrate sets CalibratedTimeoutMS on every task of ts that has a
+// reference passing all its tests, running references workers at once.
+func (e *Evaluator) Calibrate(ctx context.Context, ts []topics.Task, c Calibration, workers int) (CalibrationReport, error) {
+	var rep CalibrationReport
+	if err := c.Validate(); err != nil {
+		return rep, err
+	}
+	type result struct {
+		i       int
+		cpu     time.Duration
+		problem string
+	}
+	jobs := make(chan int)
+	results := make(chan result, len(ts))
+	for range max(workers, 1) {
+		go func() {
+			for i := range jobs {
+				r := result{i: i}
+				task := ts[i]
+				task.CalibratedTimeoutMS = 0 // measure under the fixed limit
+				for range c.Runs {
+					o, err := e.Evaluate(ctx, &task, task.Reference)
+					if err != nil {
+						r.problem = err.Error()
+						break
+					}
+					if o.Status != topics.StatusPassed {
+						r.problem = "reference got " + o.Status
+						break
+					}
+					r.cpu = max(r.cpu, o.MaxRunCPU)
+				}
+				results <- r
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for i := range ts {
+			if ts[i].Reference == "" || ts[i].Kind == topics.KindCompileFix {
+				continue
+			}
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	pending := 0
+	for i := range ts {
+		if ts[i].Reference == "" || ts[i].Kind == topics.KindCompileFix {
+			rep.Skipped = append(rep.Skipped, ts[i].TaskID+": no reference")
+			continue
+		}
+		pending++
+	}
+	for ; pending > 0; pending-- {
+		select {
+		case r := <-results:
+			if r.problem != "" {
+				rep.Skipped = append(rep.Skipped, ts[r.i].TaskID+": "+r.problem)
+				continue
+			}
+			lim := c.Limit(r.cpu)
+			if ts[r.i].TimeoutMS > 0 {
+				lim = min(lim, time.Duration(ts[r.i].TimeoutMS)*time.Millisecond)
+			}
+			ts[r.i].CalibratedTimeoutMS = int((lim + time.Millisecond - 1) / time.Millisecond)
+			rep.Calibrated++
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		}
+	}
+	return rep, nil
+}
+
+func (r CalibrationReport) String() string {
+	return fmt.Sprintf("calibrated %d tasks, %d at their fixed limit", r.Calibrated, len(r.Skipped))
+}
