@@ -98,6 +98,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 			},
 		})
 	}
+	cmd.AddCommand(newBenchSandboxCmd(), newBenchTimeoutsCmd())
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/murphy-rl/murphy/topics"
@@ -25,6 +26,9 @@ type ThroughputResult struct {
 	Workers    int
 	Pool       time.Duration // every execution through the Evaluator
 	Fresh      time.Duration // the same programs, FreshCommand each
+	// HostCPU is this process's CPU time during the pool's side, JobCPU
+	// the sandboxes' (each job's, from its slot's cgroup), both summed.
+	HostCPU, JobCPU time.Duration
 }
 
 // PoolRate and FreshRate are executions per second.
@@ -43,9 +47,11 @@ func (r ThroughputResult) String() string {
 	return fmt.Sprintf("sandbox throughput: %d executions, %d at once\n"+
 		"  pool (murphy exec)   %7.1f executions/s (%s)\n"+
 		"  fresh sandbox each   %7.1f executions/s (%s)\n"+
-		"  ratio                %7.2f (target >= 4)\n",
+		"  ratio                %7.2f (target >= 4)\n"+
+		"  pool CPU per execution: %v in this process, %v in the sandbox\n",
 		r.Executions, r.Workers, r.PoolRate(), r.Pool.Round(time.Millisecond),
-		r.FreshRate(), r.Fresh.Round(time.Millisecond), r.Ratio())
+		r.FreshRate(), r.Fresh.Round(time.Millisecond), r.Ratio(),
+		(r.HostCPU / time.Duration(r.Executions)).Round(time.Microsecond), (r.JobCPU / time.Duration(r.Executions)).Round(time.Microsecond))
 }
 
 // Throughput evaluates every task's reference solution repeat times with
@@ -99,16 +105,20 @@ func Throughput(ctx context.Context, ev *Evaluator, workers, repeat int, ts []to
 		}
 		return time.Since(start), ctx.Err()
 	}
+	var jobCPU atomic.Int64
+	cpu0 := processCPU()
 	res.Pool, err = each(func(i int) error {
 		o, err := ev.Evaluate(ctx, &ts[i], ts[i].Reference)
 		if err != nil {
 			return err
 		}
+		jobCPU.Add(int64(o.MaxRunCPU))
 		if o.Status != topics.StatusPassed {
 			return fmt.Errorf("pool: %s's reference got %s:\n%s", ts[i].TaskID, o.Status, o.Feedback)
 		}
 		return nil
 	})
+	res.HostCPU, res.JobCPU = processCPU()-cpu0, time.Duration(jobCPU.Load())
 	if err != nil {
 		return res, err
 	}
@@ -139,4 +149,12 @@ func ScriptOf(t *topics.Task) string {
 		test = b.String()
 	}
 	return t.Reference + "\n\n" + test + "\n\ncheck(" + t.EntryPoint + ")\n"
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
