@@ -186,3 +186,36 @@ func TestCloseWithRunningJob(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeOverrunIsTheProgramsTimeout: a program that claims to return a
+// set of colliding keys (it bypasses its own encoder, so only the judge
+// pays for building the set) gets a timeout, not a sandbox error, and the
+// slot's next job is judged by a fresh judge.
+func TestJudgeOverrunIsTheProgramsTimeout(t *testing.T) {
+	p := testPool(t, 1)
+	code := `
+import __main__
+M = (1 << 61) - 1
+__main__.encode = lambda v, *a: {"s": [{"i": format(k * M, "x")} for k in range(1, 200001)]}
+def f(x):
+    return x
+`
+	start := time.Now()
+	res := run(t, p, &Job{Mode: ModeFunction, Code: code, EntryPoint: "f",
+		Tests:  []Test{{Kind: TestValue, Args: "1", Expected: "1"}},
+		Limits: Limits{CPU: time.Second, Wall: 3 * time.Second}})
+	if res.SandboxError != "" || !res.TimedOut || res.Tests[0].Passed {
+		t.Fatalf("want a timeout: %+v", res)
+	}
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("the job took %v", el)
+	}
+	next := run(t, p, &Job{Mode: ModeFunction, Code: "def f(x):\n    return x\n", EntryPoint: "f",
+		Tests: []Test{{Kind: TestValue, Args: "1", Expected: "1"}}})
+	if next.SandboxError != "" || !next.Tests[0].Passed {
+		t.Fatalf("next job: %+v", next)
+	}
+	if st := p.Stats(); st.Restarts != 1 {
+		t.Errorf("restarts %d, want 1 (a new judge)", st.Restarts)
+	}
+}

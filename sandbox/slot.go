@@ -553,8 +553,9 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	var tick <-chan time.Time
 	doKill := func(why string) {
 		// What happens after the main process exited is cleanup, not
-		// the job's verdict.
-		if exitMsg == nil {
+		// the job's verdict, unless the judge is still working through
+		// what the program returned.
+		if exitMsg == nil || !judged {
 			switch why {
 			case "wall", "cpu":
 				res.TimedOut = true
@@ -565,15 +566,21 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		if !killed {
 			killed = true
 			s.killJob(2 * time.Second)
-			grace = time.After(10 * time.Second)
+			d := 10 * time.Second
+			if exitMsg != nil {
+				d = time.Second
+			}
+			grace = time.After(d)
 		}
 	}
+	judgeStuck := false
 	// nextTick is when the job could first reach its CPU limit: all CPUs
 	// busy for what is left of it.
 	nextTick := func(used time.Duration) time.Duration {
 		left := lim.CPU - used
 		return min(max(left/time.Duration(runtime.NumCPU()), time.Millisecond), 100*time.Millisecond)
 	}
+wait:
 	for !cleaned || !judged {
 		select {
 		case m, ok := <-s.msgs:
@@ -595,12 +602,19 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 				}
 			case "exit":
 				exitMsg = &m
-				wall, tick = nil, nil
+				if judged {
+					wall, tick = nil, nil
+				}
 			case "clean":
 				if !m.OK {
 					s.broken = fmt.Sprintf("cleanup after the job failed: %s", m.Why)
 				}
 				cleaned = true
+				if killed && !judged {
+					// The judge sees the program's end at once; give it
+					// a moment, not the full grace.
+					grace = time.After(time.Second)
+				}
 			case "error":
 				s.killJob(5 * time.Second)
 				readers.Wait()
@@ -617,6 +631,9 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			}
 			if m.ID == id && m.Ev == "judged" {
 				judged = true
+				if exitMsg != nil {
+					wall, tick = nil, nil
+				}
 			}
 		case <-tick:
 			used, ok := s.cpu()
@@ -635,7 +652,16 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			doKill(why)
 		case <-grace:
 			s.killJob(5 * time.Second)
-			return fail("the sandbox did not report the job's end after it was killed")
+			if exitMsg == nil || !cleaned {
+				return fail("the sandbox did not report the job's end after it was killed")
+			}
+			// The program is gone and the judge is still busy with what it
+			// returned (a set of colliding keys, say): the program's
+			// timeout, and a new judge for the next job.
+			judgeStuck = true
+			s.broken = "the judge overran the job's limits"
+			reportR.Close()
+			break wait
 		case <-ctx.Done():
 			if canceled == nil {
 				canceled = ctx.Err()
@@ -675,7 +701,9 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		if reportCap.over {
 			return fail("judge: report larger than %d bytes", reportCap.max)
 		}
-		if err := readReport(res, reportCap.buf); err != nil {
+		if judgeStuck {
+			res.TimedOut = true
+		} else if err := readReport(res, reportCap.buf); err != nil {
 			return fail("%v", err)
 		}
 		switch {
