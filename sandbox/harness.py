@@ -13,9 +13,10 @@ Descriptors: fd 3 is the worker's control socket, fd 4 the judge's
 (SOCK_SEQPACKET, JSON messages, descriptors passed with SCM_RIGHTS).
 
   parent -> worker: {"op": "run", "id", "limits"} + [program, stdin, stdout, stderr, chan]
-  worker -> parent: {"ev": "ready", "pid", "vmsize"}, {"ev": "started", "id"},
-                    {"ev": "exit", "id", "status", "utime", "stime", "maxrss"},
-                    {"ev": "clean", "id", "ok", "left", "why"}
+  worker -> parent: {"ev": "ready", "pid", "vmsize"},
+                    {"ev": "end", "id", "status", "armed", "utime", "stime", "maxrss",
+                     "ok", "left", "why"} once the job's main process exited and
+                    the slot was cleaned up
   parent -> judge:  {"op": "judge", "id", "frame_bytes"} + [tests, chan, report]
   judge -> parent:  {"ev": "ready"}, {"ev": "judged", "id"}; on report, one JSON
                     line per event: {"ev": "load", ...}, {"ev": "test", "i", ...},
@@ -382,10 +383,13 @@ def serve():
     args = sys.argv[1:]
     job_uid = int(args[args.index("--job-uid") + 1])
     judge_uid = int(args[args.index("--judge-uid") + 1])
-    start_judge(judge_uid)
+    OWN_PIDS.update((1, os.getpid(), start_judge(judge_uid)))
     gc.collect()
     gc.freeze()
-    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": vmsize_bytes()})
+    # A job's address-space budget sits above the warm interpreter's size
+    # (what a forked child starts with); measured once.
+    WORKER_VMSIZE[0] = vmsize_bytes()
+    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": WORKER_VMSIZE[0]})
     for req, fds in requests(ctrl, "run", 5):
         run_job(ctrl, req, fds, job_uid)
 
@@ -423,6 +427,7 @@ def start_judge(uid):
             code = 1
         os._exit(code)
     os.close(JUDGE_FD)
+    return pid
 
 
 def run_job(ctrl, req, fds, uid):
@@ -439,19 +444,18 @@ def run_job(ctrl, req, fds, uid):
     os.close(armed_w)
     for fd in fds:
         os.close(fd)
-    send(ctrl, {"ev": "started", "id": req["id"]})
     # One byte once the child holds the job's uid and limits: what happens
     # after it is the program's doing, before it the sandbox's.
     armed = os.read(armed_r, 1) == b"1"
     os.close(armed_r)
     _, status, ru = os.wait4(pid, 0)
-    send(ctrl, {"ev": "exit", "id": req["id"], "status": status, "armed": armed,
-                "utime": ru.ru_utime, "stime": ru.ru_stime, "maxrss": ru.ru_maxrss})
     try:
         ok, left, why = clean_job(uid)
     except Exception:
         ok, left, why = False, -1, traceback.format_exc()
-    send(ctrl, {"ev": "clean", "id": req["id"], "ok": ok, "left": left, "why": why[-2000:]})
+    send(ctrl, {"ev": "end", "id": req["id"], "status": status, "armed": armed,
+                "utime": ru.ru_utime, "stime": ru.ru_stime, "maxrss": ru.ru_maxrss,
+                "ok": ok, "left": left, "why": why[-2000:]})
 
 
 def proc_uid(pid):
@@ -465,8 +469,14 @@ def proc_uid(pid):
     return None
 
 
+# The sandbox's own processes (its init, the worker, the judge), whose
+# status need not be read to know they are not the job's.
+OWN_PIDS = set()
+WORKER_VMSIZE = [0]
+
+
 def uid_processes(uid):
-    return [p for p in os.listdir("/proc") if p.isdigit() and proc_uid(p) == uid]
+    return [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in OWN_PIDS and proc_uid(p) == uid]
 
 
 def as_user(uid, fn):
@@ -567,7 +577,7 @@ def candidate_child(req, uid, prog_r, stdin_r, out_w, err_w, chan, armed_w):
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
         lim = req["limits"]
-        budget = vmsize_bytes() + int(lim["memory_bytes"])
+        budget = WORKER_VMSIZE[0] + int(lim["memory_bytes"])
         resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
         # A backstop only: the parent enforces the job's CPU limit over all
         # its processes from the slot's cgroup.
@@ -903,7 +913,7 @@ def judge_serve(ctrl):
             os.close(chan)
         # One write for the whole report: the parent reads it to EOF.
         try:
-            data = "".join(json.dumps(ev) + "\n" for ev in report).encode()
+            data = "\n".join(map(json.dumps, report)).encode()
             while data:
                 data = data[os.write(report_w, data):]
         except OSError:
@@ -1064,7 +1074,9 @@ def compare(rv, t, g):
         ok = rv == exp
     except BaseException:
         ok = False
-    return {"status": "passed" if ok is True else "wrong", "r": safe_repr(rv)}
+    if ok is True:
+        return {"status": "passed"}
+    return {"status": "wrong", "r": safe_repr(rv)}
 
 
 def run_test(t, g, cand):

@@ -303,7 +303,7 @@ type capture struct {
 func (c *capture) run(r io.ReadCloser, done *sync.WaitGroup) {
 	defer done.Done()
 	defer r.Close()
-	b := make([]byte, 64<<10)
+	b := make([]byte, 8<<10)
 	for {
 		n, err := r.Read(b)
 		if n > 0 {
@@ -538,7 +538,6 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		wall     <-chan time.Time
 		grace    <-chan time.Time
 		cpuTick  *time.Timer
-		startBy  = time.After(s.cfg.StartTimeout)
 		killed   bool
 		exitMsg  *ctrlMsg
 		cleaned  bool
@@ -580,6 +579,13 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		left := lim.CPU - used
 		return min(max(left/time.Duration(runtime.NumCPU()), time.Millisecond), 100*time.Millisecond)
 	}
+	wallTimer := time.NewTimer(lim.Wall)
+	defer wallTimer.Stop()
+	wall = wallTimer.C
+	if haveCPU {
+		cpuTick = time.NewTimer(nextTick(0))
+		tick = cpuTick.C
+	}
 wait:
 	for !cleaned || !judged {
 		select {
@@ -593,19 +599,11 @@ wait:
 				continue
 			}
 			switch m.Ev {
-			case "started":
-				startBy = nil
-				wall = time.After(lim.Wall)
-				if haveCPU {
-					cpuTick = time.NewTimer(nextTick(0))
-					tick = cpuTick.C
-				}
-			case "exit":
+			case "end":
 				exitMsg = &m
 				if judged {
 					wall, tick = nil, nil
 				}
-			case "clean":
 				if !m.OK {
 					s.broken = fmt.Sprintf("cleanup after the job failed: %s", m.Why)
 				}
@@ -643,9 +641,6 @@ wait:
 				continue
 			}
 			cpuTick.Reset(nextTick(used - cpuBase))
-		case <-startBy:
-			s.killJob(5 * time.Second)
-			return fail("job not started after %s", s.cfg.StartTimeout)
 		case <-wall:
 			doKill("wall")
 		case why := <-kill:
