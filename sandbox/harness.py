@@ -34,6 +34,7 @@ import collections
 import decimal
 import fractions
 import gc
+import importlib
 import io
 import json
 import linecache
@@ -61,6 +62,7 @@ JUDGE_FD = 4
 CHAN_FD = 3  # the candidate's end of chan, once it runs
 JOB_DIR = "/tmp/job"
 MAX_PAYLOAD = 64 << 20
+JUDGE_MEMORY = 768 << 20
 SOLUTION_FILE = "solution.py"
 HARNESS_FILE = os.path.abspath(__file__)
 
@@ -420,6 +422,11 @@ def start_judge(uid):
             os.close(WORKER_FD)
             os.setsid()
             os.chdir("/")
+            # A bounded address space: a value a program returns that
+            # expands in the judge (sorted(range(10**9))) raises
+            # MemoryError there instead of drawing the OOM killer.
+            budget = vmsize_bytes() + JUDGE_MEMORY
+            resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
             drop_to(uid)
             judge_serve(socket.socket(fileno=JUDGE_FD))
         except BaseException:
@@ -508,20 +515,23 @@ def kill_all(uid):
 
 
 def wipe_dir(path):
+    """Removes everything in path (run as the job's uid, which owns it all).
+    Directories the job made unreadable are opened up first, top down."""
     import shutil
 
-    def onerror(func, p, exc):
-        try:
-            os.chmod(os.path.dirname(p) or p, 0o700)
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-        func(p)
-
+    os.chmod(path, 0o700)
+    for root, dirs, _ in os.walk(path):
+        for d in dirs:
+            p = os.path.join(root, d)
+            if not os.path.islink(p):
+                try:
+                    os.chmod(p, 0o700)
+                except OSError:
+                    pass
     for entry in os.listdir(path):
         full = os.path.join(path, entry)
         if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, onerror=onerror)
+            shutil.rmtree(full)
         else:
             os.unlink(full)
 
@@ -734,8 +744,22 @@ def serve_calls(prog, frame_bytes):
         send_frame(CHAN_FD, {"load_error": {"kind": "entry", "type": "NameError",
                                             "tb": "the program does not define a function named %r" % entry}})
         return 1
-    names = [k for k, v in list(ns.items())[:10000] if type(k) is str and callable(v) and not k.startswith("__")]
-    send_frame(CHAN_FD, {"loaded": names[:1000]})
+    names, modules, imports = [], {}, {}
+    for k, v in list(ns.items())[:10000]:
+        if type(k) is not str or k.startswith("__"):
+            continue
+        if type(v) is type(os):
+            modules[k] = str(getattr(v, "__name__", ""))
+        elif callable(v):
+            mod = getattr(v, "__module__", None)
+            if type(mod) is str and mod not in ("solution", "builtins"):
+                # Imported (from math import isclose): the judge takes its
+                # own copy from the real module.
+                imports[k] = [mod, str(getattr(v, "__qualname__", k))]
+            else:
+                names.append(k)
+    send_frame(CHAN_FD, {"loaded": names[:1000], "modules": dict(list(modules.items())[:200]),
+                         "imports": dict(list(imports.items())[:1000])})
     while True:
         msg = recv_frame(CHAN_FD, frame_bytes)
         if msg is None or "end" in msg:
@@ -931,10 +955,7 @@ def judge_job(report, payload, conn):
     if payload.get("helpers"):
         # The task's prompt where it is code (HumanEval's defines helpers
         # that checks call): whatever it defines before any failure stays.
-        try:
-            exec(cached_compile(payload["helpers"], "<task>", "exec"), g)
-        except BaseException:
-            pass
+        exec_helpers(payload["helpers"], g)
     if payload.get("setup"):
         try:
             exec(cached_compile(payload["setup"], "<setup>", "exec"), g)
@@ -958,10 +979,7 @@ def judge_job(report, payload, conn):
         report.append({"ev": "done", "gone": True})
         return
     report.append({"ev": "load", "loaded": True})
-    names = first["loaded"] if type(first["loaded"]) is list else []
-    for n in names[:1000]:
-        if type(n) is str and n.isidentifier() and n not in g and n not in builtins.__dict__:
-            g[n] = Proxy(conn, n)
+    bind_program_names(g, first, conn)
     cand = Proxy(conn, entry)
     g[entry] = cand
     g["candidate"] = cand
@@ -984,6 +1002,59 @@ def judge_job(report, payload, conn):
     except CandidateGone:
         pass
     report.append({"ev": "done", "gone": False})
+
+
+def exec_helpers(src, g):
+    """Runs a prompt's code; one that ends in the bare signature the program
+    completes gets a body first. Text that is not code defines nothing."""
+    for text in (src, src.rstrip() + "\n    pass\n"):
+        try:
+            code = cached_compile(text, "<task>", "exec")
+        except (SyntaxError, ValueError):
+            continue
+        try:
+            exec(code, g)
+        except BaseException:
+            pass
+        return
+
+
+def bind_program_names(g, loaded, conn):
+    """Makes the program's top-level names that tests may use (MBPP tests
+    run in the program's namespace) visible to the tests, without any
+    object of the program: a module it imported is imported again by the
+    judge (standard library only), a function it imported is taken from that
+    module, and a function it defined becomes a proxy. Names the task
+    defines and builtins win."""
+    def free(n):
+        return type(n) is str and n.isidentifier() and n not in g and n not in builtins.__dict__
+
+    def stdlib(mod):
+        return type(mod) is str and mod.split(".")[0] in sys.stdlib_module_names and not mod.startswith("_")
+
+    mods = loaded.get("modules")
+    for n, mod in (mods.items() if type(mods) is dict else ()):
+        if free(n) and stdlib(mod):
+            try:
+                g[n] = importlib.import_module(mod)
+            except BaseException:
+                pass
+    imps = loaded.get("imports")
+    for n, ref in (imps.items() if type(imps) is dict else ()):
+        if free(n) and type(ref) is list and len(ref) == 2 and stdlib(ref[0]) and type(ref[1]) is str:
+            try:
+                obj = importlib.import_module(ref[0])
+                for part in ref[1].split("."):
+                    if not part.isidentifier() or part.startswith("_"):
+                        raise AttributeError(part)
+                    obj = getattr(obj, part)
+                g[n] = obj
+            except BaseException:
+                pass
+    names = loaded["loaded"] if type(loaded.get("loaded")) is list else []
+    for n in names[:1000]:
+        if free(n):
+            g[n] = Proxy(conn, n)
 
 
 def run_group(report, tests, i, j, g, cand, conn, task_err):
@@ -1041,6 +1112,11 @@ def run_group(report, tests, i, j, g, cand, conn, task_err):
         ev.update(e.info)
     except TaskError as e:
         ev.update(status="task", tb=str(e)[:4000])
+    except MemoryError:
+        # What the program returned does not fit the judge's memory.
+        gc.collect()
+        ev.update(status="error", kind="memory", type="MemoryError",
+                  tb="the value the program returned exhausted the judge's memory")
     except BaseException as e:
         # An assertion, or the test's own code raising on a value the
         # candidate returned (comparing a list with an int): the

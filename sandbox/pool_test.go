@@ -219,3 +219,28 @@ def f(x):
 		t.Errorf("restarts %d, want 1 (a new judge)", st.Restarts)
 	}
 }
+
+// TestLockedTreeIsWiped: a job that leaves a directory tree it made
+// unreadable does not cost the slot a restart, and the next job finds an
+// empty directory.
+func TestLockedTreeIsWiped(t *testing.T) {
+	p := testPool(t, 1)
+	code := `
+import os
+os.makedirs("d/a/b")
+open("d/a/b/f", "w").write("x")
+for q in ("d/a/b", "d/a", "d"):
+    os.chmod(q, 0)
+os.chmod(".", 0o500)
+`
+	if res := run(t, p, &Job{Mode: ModeProgram, Code: code}); res.SandboxError != "" || !res.Done {
+		t.Fatalf("%+v %s", res, res.Stderr)
+	}
+	res := run(t, p, &Job{Mode: ModeProgram, Code: "import os\nprint(os.listdir('.'))\n"})
+	if string(res.Stdout) != "[]\n" {
+		t.Fatalf("next job sees %q", res.Stdout)
+	}
+	if st := p.Stats(); st.Restarts != 0 {
+		t.Errorf("%d restarts", st.Restarts)
+	}
+}
