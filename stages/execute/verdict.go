@@ -193,7 +193,7 @@ func finish(out *Outcome, rep *report) {
 }
 
 func notPlainText(typ string) string {
-	return "<" + typ + " object: not plain data (only exact builtin types are compared)>"
+	return "<" + typ + " object: not plain data (only exact builtin and standard-library value types are compared)>"
 }
 
 // stdioVerdict judges the runs of a stdio task, one per case of cs.
