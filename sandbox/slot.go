@@ -92,6 +92,7 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
 		"--setenv", "LANG", "C.UTF-8",
 		"--setenv", "PYTHONHASHSEED", strconv.Itoa(cfg.HashSeed),
+		"--setenv", "HOME", "/tmp/job", "--setenv", "TMPDIR", "/tmp/job",
 		"--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN",
 		"--cap-add", "CAP_DAC_READ_SEARCH",
 		"--chdir", "/tmp",
