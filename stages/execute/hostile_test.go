@@ -42,6 +42,13 @@ func alsoRuntimeError(names ...string) {
 	}
 }
 
+// hostileCPU bounds the CPU time a program's job may use: the limit is the
+// whole job's CPU to the millisecond, not rounded up to whole seconds (the
+// wall time it takes depends on the machine's load; the CPU time does not).
+var hostileCPU = map[string][2]time.Duration{
+	"[7] infinite loop under a 1.5 s limit": {1500 * time.Millisecond, 1750 * time.Millisecond},
+}
+
 func isControl(h hostile) bool { return strings.HasPrefix(h.name, "control:") }
 
 // callTests builds call-and-compare tests from args/expected pairs; the
@@ -1773,7 +1780,7 @@ def f(x):
         DONE.append(1)
     return x + 1
 `, topics.StatusTimeout, 6},
-		{"[7] infinite loop under a 1.5 s limit", valTask(1500), "def f(x):\n    while True:\n        pass\n", topics.StatusTimeout, 2.0},
+		{"[7] infinite loop under a 1.5 s limit", valTask(1500), "def f(x):\n    while True:\n        pass\n", topics.StatusTimeout, 4.0},
 		{"[7] CPU-burning daemon while answering slowly", valTask(1000), `import os
 import time
 
@@ -2380,6 +2387,10 @@ func TestHostileSuite(t *testing.T) {
 			if h.maxSeconds > 0 && took.Seconds() > h.maxSeconds {
 				failures = append(failures, hostileFailure{pass, h.name, fmt.Sprintf("took %s", took.Round(time.Millisecond)), fmt.Sprintf("at most %gs", h.maxSeconds)})
 				t.Errorf("took %s, at most %gs allowed (outcome duration %s)", took, h.maxSeconds, o.Duration)
+			}
+			if b, ok := hostileCPU[h.name]; ok && (o.MaxRunCPU < b[0] || o.MaxRunCPU > b[1]) {
+				failures = append(failures, hostileFailure{pass, h.name, fmt.Sprintf("used %s of CPU", o.MaxRunCPU), fmt.Sprintf("%s..%s", b[0], b[1])})
+				t.Errorf("the job used %s of CPU, want %s..%s", o.MaxRunCPU, b[0], b[1])
 			}
 			leaked := func(s string) bool { return strings.Contains(s, hiddenArg) || strings.Contains(s, hiddenExp) }
 			leak := leaked(o.Feedback)
