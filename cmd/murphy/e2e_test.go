@@ -55,7 +55,10 @@ func referenceRun(t *testing.T, bin, out string, treesPerTask int) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "--seed", e2eSeed, "--run-id", e2eRunID,
 		"--group-sizes", e2eGroups, "--turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask),
-		"--progress", "10s", "--log_level", "warn", "--execute.sandbox.workers", "2")
+		"--progress", "10s", "--log_level", "warn", "--execute.sandbox.workers", "2",
+		// Both shapes read the same tasks: calibration measures the machine
+		// at the time, so these runs keep the tasks' fixed limits.
+		"--calibrate=false")
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("murphy run: %v\n%s", err, b)
@@ -183,7 +186,7 @@ func (d *deployment) submit(treesPerTask int) {
 	tasksFile := filepath.Join(repoRoot(d.t), "tasks", "builtin", "tasks.jsonl")
 	out, err := exec.Command(d.bin, "submit", "--tasks", tasksFile, "--brokers", d.brokers, "--topic-prefix", d.prefix,
 		"--partitions", "4", "--run-id", e2eRunID, "--seed", e2eSeed, "--group-sizes", e2eGroups,
-		"--max-turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask)).CombinedOutput()
+		"--max-turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask), "--calibrate=false").CombinedOutput()
 	if err != nil {
 		d.t.Fatalf("submit: %v\n%s", err, out)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
@@ -23,6 +24,7 @@ func newSubmitCmd() *cobra.Command {
 		brokers              []string
 		partitions           int
 		timeout              time.Duration
+		calibrated           = true
 	)
 	cmd := &cobra.Command{
 		Use:   "submit --tasks FILE",
@@ -60,6 +62,11 @@ reported with its line number and skipped; the other tasks still go.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			if calibrated {
+				if err := calibrate(ctx, sandbox.DefaultConfig(), ts, stderr); err != nil {
+					return fmt.Errorf("submit: %w (--calibrate=false publishes the tasks' fixed limits)", err)
+				}
+			}
 			if err := pipeline.EnsureTopics(ctx, kcfg, cat); err != nil {
 				return fmt.Errorf("submit: %w", err)
 			}
@@ -96,6 +103,7 @@ reported with its line number and skipped; the other tasks still go.`,
 	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
 	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by submit")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "give up publishing after this long")
+	f.BoolVar(&calibrated, "calibrate", calibrated, "derive each task's CPU time limit from its reference in a local sandbox pool before publishing (as murphy run); needs root and bubblewrap")
 	return cmd
 }
 

@@ -36,9 +36,13 @@ func (c Calibration) Validate() error {
 	return nil
 }
 
-// Limit is the calibrated limit for a reference that used cpu.
+// Limit is the calibrated limit for a reference that used cpu, rounded up
+// to a tenth of a second so that small differences between measurements
+// rarely change it.
 func (c Calibration) Limit(cpu time.Duration) time.Duration {
-	return max(c.Floor, time.Duration(math.Ceil(float64(cpu)*c.Factor)))
+	const grid = 100 * time.Millisecond
+	l := max(c.Floor, time.Duration(math.Ceil(float64(cpu)*c.Factor)))
+	return (l + grid - 1) / grid * grid
 }
 
 // CalibrationReport says what calibration did.
