@@ -873,8 +873,11 @@ class Conn:
         if "v" in m:
             try:
                 return decode(m["v"])
-            except BadValue as e:
-                raise CandidateFailed("notplain", {"bad": "malformed value (%s)" % e})
+            except (BadValue, RecursionError) as e:
+                raise CandidateFailed("notplain", {"bad": "malformed value (%s)" % type_name(e) if not isinstance(e, BadValue) else "malformed value (%s)" % e})
+            except MemoryError:
+                raise CandidateFailed("error", {"kind": "memory", "type": "MemoryError",
+                                                "tb": "the value the program returned exhausted the judge's memory"})
         if "err" in m and type(m["err"]) is dict:
             raise CandidateFailed("error", {k: str(m["err"].get(k, ""))[:4000] for k in ("kind", "type", "tb")})
         if "bad" in m:
@@ -1080,8 +1083,13 @@ def run_group(report, tests, i, j, g, cand, conn, task_err):
                 args, kwargs = eval_args(tests[k], g)
                 calls.append(call_msg(cand._name, args, kwargs))
                 pending.append(k)
-            except (CandidateGone, CandidateFailed):
-                raise
+            except CandidateGone:
+                # The arguments called the program (a test naming one of its
+                # functions), and it went away.
+                report.append({"ev": "gone", "i": k})
+                return False
+            except CandidateFailed as e:
+                results[k] = dict(e.info, status=e.status)
             except TaskError as e:
                 results[k] = {"status": "task", "tb": str(e)[:4000]}
         if calls:

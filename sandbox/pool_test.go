@@ -244,3 +244,18 @@ os.chmod(".", 0o500)
 		t.Errorf("%d restarts", st.Restarts)
 	}
 }
+
+// TestArgumentsCallingTheProgram: a value test whose arguments call one of
+// the program's functions gets that call's failure as its result, never a
+// sandbox error.
+func TestArgumentsCallingTheProgram(t *testing.T) {
+	p := testPool(t, 1)
+	code := "def f(x):\n    return x\ndef g():\n    raise ValueError('no')\n"
+	res := run(t, p, &Job{Mode: ModeFunction, Code: code, EntryPoint: "f", Tests: []Test{
+		{Kind: TestValue, Args: "g()", Expected: "1"},
+		{Kind: TestValue, Args: "1", Expected: "1"},
+	}})
+	if res.SandboxError != "" || res.Tests[0].Passed || res.Tests[0].Err == nil || res.Tests[0].Err.Type != "ValueError" || !res.Tests[1].Passed {
+		t.Fatalf("%+v", res)
+	}
+}
