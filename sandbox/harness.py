@@ -921,7 +921,9 @@ def cached_compile(src, name, mode):
     if code is None:
         code = compile(src, name, mode)
         _code_cache[key] = code
-        if len(_code_cache) > 512:
+        # A group's samples run the same task's tests one after another;
+        # room for a few hundred tasks' worth of them.
+        if len(_code_cache) > 8192:
             _code_cache.popitem(last=False)
     else:
         _code_cache.move_to_end(key)
