@@ -993,7 +993,7 @@ def judge_job(report, payload, conn):
         report.append({"ev": "done", "gone": True})
         return
     report.append({"ev": "load", "loaded": True})
-    bind_program_names(g, first, conn)
+    bind_program_names(g, first)
     cand = Proxy(conn, entry)
     g[entry] = cand
     g["candidate"] = cand
@@ -1033,13 +1033,14 @@ def exec_helpers(src, g):
         return
 
 
-def bind_program_names(g, loaded, conn):
-    """Makes the program's top-level names that tests may use (MBPP tests
-    run in the program's namespace) visible to the tests, without any
+def bind_program_names(g, loaded):
+    """Makes what the program imported visible to the tests (MBPP tests
+    run in the program's namespace and use its `import math`) without any
     object of the program: a module it imported is imported again by the
-    judge (standard library only), a function it imported is taken from that
-    module, and a function it defined becomes a proxy. Names the task
-    defines and builtins win."""
+    judge (standard library only), and a function it imported is taken from
+    that module. Names the task defines and builtins win. Of the functions
+    the program defined, only the entry point is callable (a proxy): a test
+    never trusts the program for a helper such as its own isclose."""
     def free(n):
         return type(n) is str and n.isidentifier() and n not in g and n not in builtins.__dict__
 
@@ -1065,10 +1066,6 @@ def bind_program_names(g, loaded, conn):
                 g[n] = obj
             except BaseException:
                 pass
-    names = loaded["loaded"] if type(loaded.get("loaded")) is list else []
-    for n in names[:1000]:
-        if free(n):
-            g[n] = Proxy(conn, n)
 
 
 def run_group(report, tests, i, j, g, cand, conn, task_err):

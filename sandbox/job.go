@@ -89,8 +89,6 @@ type TestReport struct {
 	AssertFailed bool
 	// Err is an exception raised during the test.
 	Err *Failure
-	// Millis is the test's wall time in the judge, calls included.
-	Millis float64
 }
 
 // Result is everything observed about one job. Run returns it for every

@@ -245,16 +245,21 @@ os.chmod(".", 0o500)
 	}
 }
 
-// TestArgumentsCallingTheProgram: a value test whose arguments call one of
-// the program's functions gets that call's failure as its result, never a
-// sandbox error.
+// TestArgumentsCallingTheProgram: a value test whose arguments call the
+// program gets that call's failure as its result, never a sandbox error;
+// a function the program defined besides the entry point is not callable
+// from tests.
 func TestArgumentsCallingTheProgram(t *testing.T) {
 	p := testPool(t, 1)
-	code := "def f(x):\n    return x\ndef g():\n    raise ValueError('no')\n"
+	code := "def f(x):\n    if x == 'boom':\n        raise ValueError('no')\n    return x\ndef g():\n    return 1\n"
 	res := run(t, p, &Job{Mode: ModeFunction, Code: code, EntryPoint: "f", Tests: []Test{
-		{Kind: TestValue, Args: "g()", Expected: "1"},
+		{Kind: TestValue, Args: "f('boom')", Expected: "1"},
 		{Kind: TestValue, Args: "1", Expected: "1"},
+		{Kind: TestAssert, Code: "g() == 1"},
 	}})
+	if res.Tests[2].Passed || res.Tests[2].Err == nil || !strings.Contains(res.Tests[2].Err.Traceback, "NameError") {
+		t.Errorf("a program-defined helper was callable: %+v", res.Tests[2])
+	}
 	if res.SandboxError != "" || res.Tests[0].Passed || res.Tests[0].Err == nil || res.Tests[0].Err.Type != "ValueError" || !res.Tests[1].Passed {
 		t.Fatalf("%+v", res)
 	}

@@ -431,6 +431,13 @@ func hostilePrograms2() []hostile {
 			{Name: "hidden", Assert: "math.isclose(circle_area(" + hiddenArg + "), math.pi * " + hiddenArg + " ** 2, rel_tol=0.001)", Hidden: true},
 		},
 	}
+	// The asserts rely on the program's own `from math import isclose`.
+	closeTo := circle
+	closeTo.TaskID = "hostile/circle-isclose"
+	closeTo.Tests = []topics.TestCase{
+		{Name: "assert1", Assert: "isclose(circle_area(1), 3.141592653589793, rel_tol=0.001)"},
+		{Name: "hidden", Assert: "isclose(circle_area(" + hiddenArg + "), 3.141592653589793 * " + hiddenArg + " ** 2, rel_tol=0.001)", Hidden: true},
+	}
 	// The judge-side resource attacks run under a short limit: the
 	// evaluation must end within it, whatever the judge was made to do.
 	fracFast, uptoFast, valFast := frac, upto, valTask(1000)
@@ -1325,6 +1332,7 @@ def f(x):
 def decode_shift(s):
     return s
 `, topics.StatusWrongAnswer, 0},
+		{"[4] MBPP asserts calling the program's own isclose", closeTo, "def isclose(*a, **k):\n    return True\n\n\ndef circle_area(r):\n    return 0\n", topics.StatusWrongAnswer, 0},
 		{"[4] MBPP asserts using math get the program's fake math module", circle, `import types
 
 math = types.ModuleType('math')
@@ -2211,6 +2219,7 @@ def divmod2(a, b):
 		{"control: bare-signature prompt, the entry point only", bare, "def decode_shift(s: str):\n    return \"\".join([chr(((ord(ch) - 5 - ord(\"a\")) % 26) + ord(\"a\")) for ch in s])\n", topics.StatusPassed, 0},
 		{"control: range where the assert sorts the result", upto, "def upto(n):\n    return range(1, n + 1)\n", topics.StatusPassed, 0},
 		{"control: MBPP asserts that use the program's import of math", circle, "import math\n\n\ndef circle_area(r):\n    return math.pi * r * r\n", topics.StatusPassed, 0},
+		{"control: MBPP asserts that use a function the program imported", closeTo, "from math import isclose, pi\n\n\ndef circle_area(r):\n    return pi * r * r\n", topics.StatusPassed, 0},
 		{"control: MBPP with setup", mbpp, "def sum_squares(xs):\n    return sum(v * v for v in xs)\n", topics.StatusPassed, 0},
 		{"control: forks a short-lived child and waits", val, `import os
 
