@@ -27,7 +27,7 @@ const (
 // Test kinds of a function job.
 const (
 	// TestValue calls the entry point with Args and compares the result
-	// with Expected outside the sandbox.
+	// with Expected in the judge.
 	TestValue = "value"
 	// TestAssert evaluates a raw assertion over `candidate`.
 	TestAssert = "assert"
@@ -44,6 +44,9 @@ type Test struct {
 	Expected string `json:"-"`
 	// Code is the assertion (TestAssert) or the check code (TestCheck).
 	Code string `json:"-"`
+	// Hidden tests run after every visible one: no hidden input reaches
+	// the program before the visible tests are done.
+	Hidden bool `json:"-"`
 }
 
 // Job is one run of a candidate.
@@ -79,7 +82,7 @@ type Failure struct {
 type TestReport struct {
 	// Reported is false when the job ended before reaching the test.
 	Reported bool
-	// Passed is decided here, never by the candidate.
+	// Passed is decided by the judge, never by the candidate.
 	Passed bool
 	// Actual is the repr of the returned value (value tests).
 	Actual string

@@ -343,6 +343,7 @@ type testsPayload struct {
 
 type payloadTest struct {
 	Kind     string `json:"kind"`
+	Hidden   bool   `json:"hidden,omitempty"`
 	Args     string `json:"args,omitempty"`
 	Expected string `json:"expected,omitempty"`
 	Code     string `json:"code,omitempty"`
@@ -350,12 +351,15 @@ type payloadTest struct {
 
 func makeTests(job *Job, seed int64) ([]byte, error) {
 	p := testsPayload{EntryPoint: job.EntryPoint, Helpers: job.Helpers, Setup: job.Setup, Seed: seed}
-	for _, t := range job.Tests {
+	for i, t := range job.Tests {
+		if i > 0 && job.Tests[i-1].Hidden && !t.Hidden {
+			return nil, errors.New("sandbox: a visible test after a hidden one")
+		}
 		switch t.Kind {
 		case TestValue:
-			p.Tests = append(p.Tests, payloadTest{Kind: t.Kind, Args: t.Args, Expected: t.Expected})
+			p.Tests = append(p.Tests, payloadTest{Kind: t.Kind, Hidden: t.Hidden, Args: t.Args, Expected: t.Expected})
 		case TestAssert, TestCheck:
-			p.Tests = append(p.Tests, payloadTest{Kind: t.Kind, Code: t.Code})
+			p.Tests = append(p.Tests, payloadTest{Kind: t.Kind, Hidden: t.Hidden, Code: t.Code})
 		default:
 			return nil, fmt.Errorf("sandbox: unknown test kind %q", t.Kind)
 		}

@@ -130,11 +130,11 @@ func (e *Evaluator) function(ctx context.Context, task *topics.Task, code string
 	for _, c := range cs {
 		switch {
 		case c.tc == nil:
-			job.Tests = append(job.Tests, sandbox.Test{Kind: sandbox.TestCheck, Code: task.Check})
+			job.Tests = append(job.Tests, sandbox.Test{Kind: sandbox.TestCheck, Code: task.Check, Hidden: true})
 		case c.tc.Assert != "":
-			job.Tests = append(job.Tests, sandbox.Test{Kind: sandbox.TestAssert, Code: c.tc.Assert})
+			job.Tests = append(job.Tests, sandbox.Test{Kind: sandbox.TestAssert, Code: c.tc.Assert, Hidden: c.hidden})
 		default:
-			job.Tests = append(job.Tests, sandbox.Test{Kind: sandbox.TestValue, Args: c.tc.Args, Expected: c.tc.Expected})
+			job.Tests = append(job.Tests, sandbox.Test{Kind: sandbox.TestValue, Args: c.tc.Args, Expected: c.tc.Expected, Hidden: c.hidden})
 		}
 	}
 	res, err := e.Runner.Run(ctx, job)

@@ -1259,6 +1259,24 @@ def f(x):
                 memo[a.decode('latin-1')] = e.decode('latin-1')
     return answer(memo, x)
 `, topics.StatusWrongAnswer, 0},
+		{"[4] hidden args found in the harness's received calls during a visible test", val, `import gc
+import __main__
+
+
+def f(x):
+    seen = []
+    for o in gc.get_objects():
+        if type(o) is dict and 'calls' in o:
+            for name, a, k in o['calls']:
+                seen.append(repr(__main__.decode(a)))
+        if type(o) is list:
+            for c in o:
+                if type(c) is list and len(c) == 3 and c[0] == 'f':
+                    seen.append(repr(__main__.decode(c[1])))
+    if x < 100:
+        raise ValueError('calls seen: ' + ' '.join(seen))
+    return x + 1
+`, topics.StatusRuntimeError, 0},
 		{"[4] hidden args printed through a visible traceback (frames)", val, `import sys
 
 
