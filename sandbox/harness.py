@@ -354,38 +354,42 @@ _LEN = struct.Struct(">I")
 
 def send_frame(fd, obj):
     data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    data = _LEN.pack(len(data)) + data
-    while data:
-        data = data[os.write(fd, data):]
-
-
-def recv_exact(fd, n):
-    chunks = []
-    while n > 0:
-        b = os.read(fd, min(n, 1 << 20))
-        if not b:
-            return None
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
+    view = memoryview(_LEN.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class FrameTooLarge(Exception):
     pass
 
 
-def recv_frame(fd, limit):
-    """The next frame's JSON, or None at EOF."""
-    head = recv_exact(fd, 4)
-    if head is None:
-        return None
-    (n,) = _LEN.unpack(head)
-    if n > limit:
-        raise FrameTooLarge(n)
-    body = recv_exact(fd, n)
-    if body is None:
-        return None
-    return json.loads(body)
+class Frames:
+    """Reads length-prefixed JSON frames from a descriptor, buffered: one
+    read usually holds several of a batch's answers."""
+
+    def __init__(self, fd, limit):
+        self.fd, self.limit, self.buf = fd, limit, bytearray()
+
+    def _fill(self, n):
+        while len(self.buf) < n:
+            b = os.read(self.fd, max(1 << 16, min(n - len(self.buf), 1 << 20)))
+            if not b:
+                return False
+            self.buf += b
+        return True
+
+    def next(self):
+        """The next frame's JSON, or None at EOF."""
+        if not self._fill(4):
+            return None
+        (n,) = _LEN.unpack_from(self.buf)
+        if n > self.limit:
+            raise FrameTooLarge(n)
+        if not self._fill(4 + n):
+            return None
+        body = bytes(self.buf[4:4 + n])
+        del self.buf[:4 + n]
+        return json.loads(body)
 
 
 # ------------------------------------------------------------------ worker
@@ -753,7 +757,9 @@ def serve_calls(prog, frame_bytes):
         send_frame(CHAN_FD, {"load_error": {"kind": "entry", "type": "NameError",
                                             "tb": "the program does not define a function named %r" % entry}})
         return 1
-    names, modules, imports = [], {}, {}
+    # What the program imported, for tests that use it; the judge imports
+    # its own copies (from math import isclose -> math.isclose).
+    modules, imports = {}, {}
     for k, v in list(ns.items())[:10000]:
         if type(k) is not str or k.startswith("__"):
             continue
@@ -762,15 +768,12 @@ def serve_calls(prog, frame_bytes):
         elif callable(v):
             mod = getattr(v, "__module__", None)
             if type(mod) is str and mod not in ("solution", "builtins"):
-                # Imported (from math import isclose): the judge takes its
-                # own copy from the real module.
                 imports[k] = [mod, str(getattr(v, "__qualname__", k))]
-            else:
-                names.append(k)
-    send_frame(CHAN_FD, {"loaded": names[:1000], "modules": dict(list(modules.items())[:200]),
+    send_frame(CHAN_FD, {"loaded": True, "modules": dict(list(modules.items())[:200]),
                          "imports": dict(list(imports.items())[:1000])})
+    frames = Frames(CHAN_FD, frame_bytes)
     while True:
-        msg = recv_frame(CHAN_FD, frame_bytes)
+        msg = frames.next()
         if msg is None or "end" in msg:
             break
         # A batch of calls is answered one frame per call, each as soon as
@@ -822,35 +825,17 @@ class Conn:
     """The judge's end of chan."""
 
     def __init__(self, fd, frame_bytes):
-        self.fd, self.frame_bytes, self.gone = fd, frame_bytes, False
-        self.buf = b""
-
-    def _read(self, n):
-        while len(self.buf) < n:
-            b = os.read(self.fd, max(1 << 16, n - len(self.buf)))
-            if not b:
-                return None
-            self.buf += b
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
+        self.fd, self.frames, self.gone = fd, Frames(fd, frame_bytes), False
 
     def recv(self):
         """The candidate's next frame as a dict."""
         if self.gone:
             raise CandidateGone()
         try:
-            head = self._read(4)
-            m = None
-            if head is not None:
-                (n,) = _LEN.unpack(head)
-                if n > self.frame_bytes:
-                    self.gone = True
-                    raise CandidateFailed("notplain", {"bad": "return value larger than the report limit"})
-                body = self._read(n)
-                if body is not None:
-                    m = json.loads(body)
-        except CandidateFailed:
-            raise
+            m = self.frames.next()
+        except FrameTooLarge:
+            self.gone = True
+            raise CandidateFailed("notplain", {"bad": "return value larger than the report limit"})
         except Exception:  # malformed, too deep, out of memory: never the judge's failure
             m = None
         if type(m) is not dict:
@@ -1004,7 +989,7 @@ def judge_job(report, payload, conn):
         # Consecutive value tests of one visibility go out as one batch:
         # hidden inputs only after every visible test is done.
         j = i + 1
-        if tests[i].get("kind") == "value" and task_err is None:
+        if tests[i].get("kind") == "value":
             while j < len(tests) and tests[j].get("kind") == "value" and tests[j].get("hidden") == tests[i].get("hidden"):
                 j += 1
         if not run_group(report, tests, i, j, g, cand, conn, task_err):
@@ -1068,77 +1053,74 @@ def bind_program_names(g, loaded):
                 pass
 
 
-def run_group(report, tests, i, j, g, cand, conn, task_err):
-    """Runs tests[i:j] (one test, or a batch of value tests); returns False
-    when the candidate went away."""
-    results = {}
-    if j - i > 1 or tests[i].get("kind") == "value":
-        calls, pending = [], []
-        for k in range(i, j):
-            if task_err is not None:
-                results[k] = {"status": "task", "tb": task_err[:4000]}
-                continue
-            try:
-                args, kwargs = eval_args(tests[k], g)
-                calls.append(call_msg(cand._name, args, kwargs))
-                pending.append(k)
-            except CandidateGone:
-                # The arguments called the program (a test naming one of its
-                # functions), and it went away.
-                report.append({"ev": "gone", "i": k})
-                return False
-            except CandidateFailed as e:
-                results[k] = dict(e.info, status=e.status)
-            except TaskError as e:
-                results[k] = {"status": "task", "tb": str(e)[:4000]}
-        if calls:
-            try:
-                conn.send({"calls": calls})
-            except CandidateGone:
-                report.append({"ev": "gone", "i": pending[0]})
-                return False
-        for k in range(i, j):
-            if k in results:
-                report.append(dict(results[k], ev="test", i=k))
-                continue
-            ev = {"ev": "test", "i": k}
-            try:
-                rv = conn.result()
-                ev.update(compare(rv, tests[k], g))
-            except CandidateGone:
-                report.append({"ev": "gone", "i": k})
-                return False
-            except CandidateFailed as e:
-                ev["status"] = e.status
-                ev.update(e.info)
-            except TaskError as e:
-                ev.update(status="task", tb=str(e)[:4000])
-            report.append(ev)
-        return True
-    ev = {"ev": "test", "i": i}
+def judged(fn):
+    """The test event fields for running fn, which returns them; raises
+    CandidateGone when the program went away meanwhile. Nothing the program
+    sent can make this the judge's failure."""
     try:
-        if task_err is not None:
-            raise TaskError(task_err)
-        ev.update(run_test(tests[i], g, cand))
-    except CandidateGone:
-        report.append({"ev": "gone", "i": i})
-        return False
+        return fn()
     except CandidateFailed as e:
-        ev["status"] = e.status
-        ev.update(e.info)
+        return dict(e.info, status=e.status)
     except TaskError as e:
-        ev.update(status="task", tb=str(e)[:4000])
+        return {"status": "task", "tb": str(e)[:4000]}
     except MemoryError:
         # What the program returned does not fit the judge's memory.
         gc.collect()
-        ev.update(status="error", kind="memory", type="MemoryError",
-                  tb="the value the program returned exhausted the judge's memory")
+        return {"status": "error", "kind": "memory", "type": "MemoryError",
+                "tb": "the value the program returned exhausted the judge's memory"}
+    except CandidateGone:
+        raise
     except BaseException as e:
         # An assertion, or the test's own code raising on a value the
-        # candidate returned (comparing a list with an int): the
-        # candidate's answer is wrong, not the task.
-        ev.update(status="wrong", tb=test_tb(e))
-    report.append(ev)
+        # program returned (comparing a list with an int): the program's
+        # answer is wrong, not the task.
+        return {"status": "wrong", "tb": test_tb(e)}
+
+
+def run_group(report, tests, i, j, g, cand, conn, task_err):
+    """Runs tests[i:j], one assert or check test or a batch of value tests;
+    returns False when the candidate went away."""
+    def task_failed():
+        raise TaskError(task_err)
+
+    if tests[i].get("kind") != "value":
+        try:
+            ev = judged(task_failed if task_err is not None else lambda: run_test(tests[i], g))
+        except CandidateGone:
+            report.append({"ev": "gone", "i": i})
+            return False
+        report.append(dict(ev, ev="test", i=i))
+        return True
+    # Every call of the batch goes out in one frame; arguments that fail to
+    # evaluate (or call the program, and it fails) are that test's result.
+    calls, results = [], {}
+
+    def add_call(k):
+        args, kwargs = eval_args(tests[k], g)
+        calls.append(call_msg(cand._name, args, kwargs))
+
+    for k in range(i, j):
+        try:
+            ev = judged(task_failed if task_err is not None else lambda: add_call(k))
+        except CandidateGone:
+            report.append({"ev": "gone", "i": k})
+            return False
+        if ev is not None:
+            results[k] = ev
+    if calls:
+        try:
+            conn.send({"calls": calls})
+        except CandidateGone:
+            report.append({"ev": "gone", "i": min(set(range(i, j)) - set(results))})
+            return False
+    for k in range(i, j):
+        if k not in results:
+            try:
+                results[k] = judged(lambda: compare(conn.result(), tests[k], g))
+            except CandidateGone:
+                report.append({"ev": "gone", "i": k})
+                return False
+        report.append(dict(results[k], ev="test", i=k))
     return True
 
 
@@ -1171,7 +1153,9 @@ def compare(rv, t, g):
     return {"status": "wrong", "r": safe_repr(rv)}
 
 
-def run_test(t, g, cand):
+def run_test(t, g):
+    """Runs an assert or a whole check() test in g; the candidate is g's
+    proxy."""
     kind = t.get("kind")
     if kind == "assert":
         tree = ast.parse(t["code"].strip(), "<test>", "exec")
@@ -1186,11 +1170,8 @@ def run_test(t, g, cand):
         return {"status": "passed" if ok else "wrong"}
     if kind == "check":
         exec(cached_compile(t["code"], "<check>", "exec"), g)
-        g["check"](cand)
+        g["check"](g["candidate"])
         return {"status": "passed"}
-    if kind == "value":
-        args, kwargs = eval_args(t, g)
-        return compare(cand(*args, **kwargs), t, g)
     raise TaskError("unknown test kind %r" % kind)
 
 
