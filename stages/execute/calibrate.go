@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -60,72 +62,48 @@ func (e *Evaluator) Calibrate(ctx context.Context, ts []topics.Task, c Calibrati
 	if err := c.Validate(); err != nil {
 		return rep, err
 	}
-	type result struct {
-		i       int
-		cpu     time.Duration
-		problem string
-	}
-	jobs := make(chan int)
-	results := make(chan result, len(ts))
-	for range max(workers, 1) {
-		go func() {
-			for i := range jobs {
-				r := result{i: i}
-				task := ts[i]
-				task.CalibratedTimeoutMS = 0 // measure under the fixed limit
-				for range c.Runs {
-					o, err := e.Evaluate(ctx, &task, task.Reference)
-					if err != nil {
-						r.problem = err.Error()
-						break
-					}
-					if o.Status != topics.StatusPassed {
-						r.problem = "reference got " + o.Status
-						break
-					}
-					r.cpu = max(r.cpu, o.MaxRunCPU)
-				}
-				results <- r
-			}
-		}()
-	}
-	go func() {
-		defer close(jobs)
-		for i := range ts {
-			if ts[i].Reference == "" || ts[i].Kind == topics.KindCompileFix {
-				continue
-			}
-			select {
-			case jobs <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	pending := 0
+	// Each task's measurement, or why it has none; tasks are written only
+	// after every measurement is in.
+	cpu := make([]time.Duration, len(ts))
+	problem := make([]string, len(ts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(workers, 1))
 	for i := range ts {
 		if ts[i].Reference == "" || ts[i].Kind == topics.KindCompileFix {
-			rep.Skipped = append(rep.Skipped, ts[i].TaskID+": no reference")
+			problem[i] = "no reference"
 			continue
 		}
-		pending++
+		g.Go(func() error {
+			task := ts[i]
+			task.CalibratedTimeoutMS = 0 // measure under the fixed limit
+			for range c.Runs {
+				o, err := e.Evaluate(gctx, &task, task.Reference)
+				if err != nil {
+					return err
+				}
+				if o.Status != topics.StatusPassed {
+					problem[i] = "reference got " + o.Status
+					return nil
+				}
+				cpu[i] = max(cpu[i], o.MaxRunCPU)
+			}
+			return nil
+		})
 	}
-	for ; pending > 0; pending-- {
-		select {
-		case r := <-results:
-			if r.problem != "" {
-				rep.Skipped = append(rep.Skipped, ts[r.i].TaskID+": "+r.problem)
-				continue
-			}
-			lim := c.Limit(r.cpu)
-			if ts[r.i].TimeoutMS > 0 {
-				lim = min(lim, time.Duration(ts[r.i].TimeoutMS)*time.Millisecond)
-			}
-			ts[r.i].CalibratedTimeoutMS = int((lim + time.Millisecond - 1) / time.Millisecond)
-			rep.Calibrated++
-		case <-ctx.Done():
-			return rep, ctx.Err()
+	if err := g.Wait(); err != nil {
+		return rep, err
+	}
+	for i := range ts {
+		if problem[i] != "" {
+			rep.Skipped = append(rep.Skipped, ts[i].TaskID+": "+problem[i])
+			continue
 		}
+		lim := c.Limit(cpu[i])
+		if ts[i].TimeoutMS > 0 {
+			lim = min(lim, time.Duration(ts[i].TimeoutMS)*time.Millisecond)
+		}
+		ts[i].CalibratedTimeoutMS = int((lim + time.Millisecond - 1) / time.Millisecond)
+		rep.Calibrated++
 	}
 	return rep, nil
 }

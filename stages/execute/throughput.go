@@ -1,16 +1,18 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -77,33 +79,20 @@ func Throughput(ctx context.Context, ev *Evaluator, workers, repeat int, ts []to
 			return res, err
 		}
 	}
+	// each runs fn over the executions (task n modulo the task count),
+	// workers at once, and times it.
 	each := func(fn func(i int) error) (time.Duration, error) {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(workers)
 		start := time.Now()
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					n := int(next.Add(1)) - 1
-					if n >= res.Executions || ctx.Err() != nil {
-						return
-					}
-					if err := fn(n % len(ts)); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
+		for n := range res.Executions {
+			if gctx.Err() != nil {
+				break
+			}
+			g.Go(func() error { return fn(n % len(ts)) })
 		}
-		wg.Wait()
-		close(errs)
-		if err := <-errs; err != nil {
-			return 0, err
-		}
-		return time.Since(start), ctx.Err()
+		err := g.Wait()
+		return time.Since(start), cmp.Or(err, ctx.Err())
 	}
 	var jobCPU atomic.Int64
 	cpu0 := processCPU()
