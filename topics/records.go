@@ -237,11 +237,13 @@ type Sample struct {
 
 // CreditConfig is the credit configuration; it travels with every credited tree.
 type CreditConfig struct {
-	Strategy  string  `json:"strategy"` // mars | mers
+	Strategy  string  `json:"strategy"` // mars | mers | grpo-mt
 	Gamma     float64 `json:"gamma"`
 	Z         string  `json:"z"` // 1 | remaining_turns | one_plus_gamma
 	Advantage string  `json:"advantage"`
 	Epsilon   float64 `json:"epsilon"`
+	// UnbiasedStd divides by n−1 instead of n in the std advantage.
+	UnbiasedStd bool `json:"unbiased_std,omitempty"`
 	// PruneOrder lists the pruning passes in order ("intrap", "interp").
 	PruneOrder      []string `json:"prune_order,omitempty"`
 	IntrapK         int      `json:"intrap_k,omitempty"`

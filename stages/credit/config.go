@@ -13,7 +13,14 @@ import (
 const (
 	StrategyMARS = "mars" // max reward: r~(v) = max(r(v), max over children of r~)
 	StrategyMERS = "mers" // mean reward: r~(v) = r(v) + γ·mean over children of r~ / Z(v)
+	// StrategyGRPOMT is the multi-turn GRPO baseline: every root-to-leaf
+	// chain is one trajectory rewarded by its leaf, normalised among the
+	// tree's chains; a node gets the mean over the chains through it.
+	StrategyGRPOMT = "grpo-mt"
 )
+
+// Strategies lists the propagation strategies.
+var Strategies = []string{StrategyMARS, StrategyMERS, StrategyGRPOMT}
 
 // Normalisers Z(v) of MERS.
 const (
@@ -45,7 +52,8 @@ const (
 // Config configures the credit stage: the credit method (which travels with
 // every credited tree) and the stateful runtime around it.
 type Config struct {
-	// Strategy is the reward propagation: mars or mers.
+	// Strategy is the reward propagation: mars, mers, or the grpo-mt
+	// baseline (chains of the tree rewarded by their leaf).
 	Strategy string `yaml:"strategy"`
 	// Gamma is the MERS discount γ >= 0 (unused by MARS).
 	Gamma float64 `yaml:"gamma"`
@@ -55,6 +63,9 @@ type Config struct {
 	Advantage string `yaml:"advantage"`
 	// Epsilon is added to the group std in the std mode.
 	Epsilon float64 `yaml:"epsilon"`
+	// UnbiasedStd uses the sample std (divided by n−1, as torch.std and
+	// TRL-style trainers do) instead of the population std in the std mode.
+	UnbiasedStd bool `yaml:"unbiased_std"`
 	// PruneOrder lists the pruning passes in the order they run (intrap,
 	// interp). Empty means every enabled pass in the order intrap, interp.
 	PruneOrder []string `yaml:"prune_order"`
@@ -157,6 +168,7 @@ func (c Config) CreditConfig() topics.CreditConfig {
 		Z:               c.Z,
 		Advantage:       c.Advantage,
 		Epsilon:         c.Epsilon,
+		UnbiasedStd:     c.UnbiasedStd,
 		IntrapK:         c.IntrapK,
 		InterpM:         c.InterpM,
 		InterpThreshold: c.InterpThreshold,
@@ -181,9 +193,9 @@ func (c Config) CreditConfig() topics.CreditConfig {
 func ValidateCreditConfig(c topics.CreditConfig) error {
 	var errs []error
 	switch c.Strategy {
-	case StrategyMARS, StrategyMERS:
+	case StrategyMARS, StrategyMERS, StrategyGRPOMT:
 	default:
-		errs = append(errs, fmt.Errorf("strategy must be %s or %s, got %q", StrategyMARS, StrategyMERS, c.Strategy))
+		errs = append(errs, fmt.Errorf("strategy must be %s, %s or %s, got %q", StrategyMARS, StrategyMERS, StrategyGRPOMT, c.Strategy))
 	}
 	if math.IsNaN(c.Gamma) || math.IsInf(c.Gamma, 0) || c.Gamma < 0 {
 		errs = append(errs, fmt.Errorf("gamma must be a finite number >= 0, got %v", c.Gamma))
@@ -200,6 +212,9 @@ func ValidateCreditConfig(c topics.CreditConfig) error {
 	}
 	if math.IsNaN(c.Epsilon) || math.IsInf(c.Epsilon, 0) || c.Epsilon < 0 {
 		errs = append(errs, fmt.Errorf("epsilon must be a finite number >= 0, got %v", c.Epsilon))
+	}
+	if c.UnbiasedStd && c.Advantage != AdvantageStd {
+		errs = append(errs, fmt.Errorf("unbiased_std needs advantage %s, got %q", AdvantageStd, c.Advantage))
 	}
 	if c.Advantage == AdvantageStd && c.Epsilon == 0 {
 		errs = append(errs, errors.New("epsilon must be > 0 with advantage std"))

@@ -73,7 +73,6 @@ func TestAddRejectsSamplesThatContradictTheTree(t *testing.T) {
 	}{
 		{"other tree", "tree_id", func(s *topics.Sample) { s.TreeID = "U" }},
 		{"no node id", "node_id", func(s *topics.Sample) { s.NodeID = "" }},
-		{"root member with foreign group", "group_id", func(s *topics.Sample) { s.GroupID = "g" }},
 		{"group is not the parent", "group_id", func(s *topics.Sample) { s.ParentID = base[0].NodeID }},
 		{"empty group", "group_size", func(s *topics.Sample) { s.GroupSize = 0 }},
 		{"turn past max", "max_turns", func(s *topics.Sample) { s.MaxTurns = 1; s.Turn = 2 }},
@@ -343,15 +342,18 @@ func TestPruningNeverLeavesAnOrphan(t *testing.T) {
 		if st.PrunedNodes+len(ct.Samples) != len(samples) {
 			t.Fatalf("trial %d: pruned %d + kept %d != %d", trial, st.PrunedNodes, len(ct.Samples), len(samples))
 		}
-		if cfg.InterpM > 0 && st.Groups > cfg.InterpM {
-			t.Fatalf("trial %d: %d groups survive interp m=%d", trial, st.Groups, cfg.InterpM)
+		if cfg.InterpM > 0 && st.Groups > cfg.InterpM+1 {
+			t.Fatalf("trial %d: %d groups survive interp m=%d (plus the root group)", trial, st.Groups, cfg.InterpM)
+		}
+		if len(ct.Samples) == 0 || ct.Samples[0].ParentID != "" {
+			t.Fatalf("trial %d (%+v): the root group did not survive pruning", trial, cfg)
 		}
 	}
 }
 
 func TestInterpRanksGroupsByVarianceThenID(t *testing.T) {
-	// Root group {0, 1} (variance .25); A's children {0, .5} (.0625);
-	// B's children {1, 1} (0); C's children {0, 1} (.25, ties with the root).
+	// Root group {0, 1} (variance .25, never ranked); A's children {0, .5}
+	// (.0625); B's children {1, 1} (0).
 	roots := []nb{
 		{r: 0, kids: []nb{{r: 0}, {r: 0.5}}},
 		{r: 1, kids: []nb{{r: 1}, {r: 1}}},
@@ -365,8 +367,8 @@ func TestInterpRanksGroupsByVarianceThenID(t *testing.T) {
 		threshold float64
 		groups    []string
 	}{
-		{"top 1 keeps the root group", 1, 0, []string{root}},
-		{"top 2", 2, 0, []string{root, a}},
+		{"top 1 and the root group", 1, 0, []string{root, a}},
+		{"top 2", 2, 0, []string{root, a, b}},
 		{"threshold .1", 0, 0.1, []string{root}},
 		{"threshold .05", 0, 0.05, []string{root, a}},
 		{"top 3 above .01", 3, 0.01, []string{root, a}},
@@ -391,12 +393,13 @@ func TestInterpRanksGroupsByVarianceThenID(t *testing.T) {
 			}
 		})
 	}
-	t.Run("pruning the root group takes the tree", func(t *testing.T) {
-		// The child group {0, 1} outranks the root group {.5, .5}.
+	t.Run("a zero-variance root group is kept", func(t *testing.T) {
+		// The root group {.5, .5} has variance 0; its child group {0, 1}
+		// is the only refinement group and is kept too.
 		s := build("U", 2, []nb{{r: 0.5, kids: []nb{{r: 0}, {r: 1}}}, {r: 0.5}})
-		ct, st := Credit(mustTree(s), cfgWith(func(c *Config) { c.InterpM = 1 }))
-		if len(ct.Samples) != 0 || st.PrunedNodes != 4 {
-			t.Fatalf("kept %d, pruned %d; want 0 and 4", len(ct.Samples), st.PrunedNodes)
+		ct, st := Credit(mustTree(s), cfgWith(func(c *Config) { c.InterpM = 1; c.InterpThreshold = 0.01 }))
+		if len(ct.Samples) != 4 || st.PrunedNodes != 0 {
+			t.Fatalf("kept %d, pruned %d; want 4 and 0", len(ct.Samples), st.PrunedNodes)
 		}
 	})
 }
@@ -497,8 +500,9 @@ func TestMaskedMembers(t *testing.T) {
 		wantPAdv float64
 		wantC    float64 // advantage of P's train child
 	}{
-		// In stats: root group r~ = {x 1, y 0, m .9, P .8}: mean .675.
-		{"in stats, no_std", false, AdvantageNoStd, 1 - 0.675, -0.675, 0.8, 0.8 - 0.675, 0.2 - 0.5},
+		// In stats: the masked child never propagates, so P's r~ is .2 and
+		// the root group r~ = {x 1, y 0, m .9, P .2}: mean .525.
+		{"in stats, no_std", false, AdvantageNoStd, 1 - 0.525, -0.525, 0.2, 0.2 - 0.525, 0.2 - 0.5},
 		// Out of stats: root {x 1, y 0, P .2}: mean 0.4.
 		{"out of stats, no_std", true, AdvantageNoStd, 0.6, -0.4, 0.2, 0.2 - 0.4, 0},
 		// Leave-one-out, out of stats: x: 1 − (0+.2)/2.

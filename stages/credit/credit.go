@@ -36,6 +36,9 @@ type work struct {
 	sorted [][]int32 // members of each group by (index, node id)
 	stack  []int32
 	pruned int
+	// scratch of advantages
+	xs, out []float64
+	in      []bool
 }
 
 // Credit prunes, propagates and computes advantages for t under cfg, which
@@ -43,12 +46,19 @@ type work struct {
 // result are ordered by (turn, group id, index, node id) whatever the
 // arrival order; CreditedAt is left for the caller to set.
 //
-// Masked members (route masked) are never expanded; their reward enters
-// their group's statistics and their parent's propagation exactly when
-// in_group_stats is set, like any other member, and they always get a zero
-// advantage and zero loss weights. An incomplete tree is credited over the
-// nodes that arrived: a group whose parent never arrived is propagated and
-// normalised on its own.
+// Membership rules (DESIGN §4 credit), each its own setting:
+//
+//   - INTERP ranks refinement groups only; the root group is always kept.
+//   - Propagation never uses a masked child (an infrastructure failure);
+//     a node whose children are all masked keeps r~ = r. Children outside
+//     the group statistics for another reason (degenerate) propagate.
+//   - A member enters its group's mean/std exactly when in_group_stats is
+//     set; one outside them gets a bounded advantage (see Normalise).
+//   - Masked members always get a zero advantage and zero loss weights.
+//
+// An incomplete tree is credited over the nodes that arrived: a group whose
+// parent never arrived is propagated and normalised on its own. Root
+// members carry the root group's id (RootGroup) in the output.
 func Credit(t *Tree, cfg topics.CreditConfig) (topics.CreditedTree, Stats) {
 	w := &work{
 		t:      t,
@@ -74,11 +84,20 @@ func Credit(t *Tree, cfg topics.CreditConfig) (topics.CreditedTree, Stats) {
 			}
 		}
 	}
-	w.propagate()
 	st := Stats{Nodes: len(t.nodes), PrunedNodes: w.pruned}
 	zero := make([]bool, len(t.groups))
+	chains := cfg.Strategy == StrategyGRPOMT
+	if chains {
+		w.chains()
+	} else {
+		w.propagate()
+	}
 	for _, gi := range w.order {
-		if w.advantages(gi) {
+		if chains {
+			if w.emptyGroup(gi) {
+				continue
+			}
+		} else if w.advantages(gi) {
 			continue
 		}
 		st.Groups++
@@ -108,6 +127,12 @@ func Credit(t *Tree, cfg topics.CreditConfig) (topics.CreditedTree, Stats) {
 			}
 			s := t.nodes[v].s
 			cs := topics.CreditedSample{Sample: *s, CreditedReward: w.rt[v], Advantage: w.adv[v]}
+			switch {
+			case t.groups[gi].root:
+				cs.GroupID = t.rootGroup // opaque or derived root group id
+			case cs.GroupID == "":
+				cs.GroupID = cs.ParentID
+			}
 			if s.Route == topics.RouteMasked {
 				n := max(len(s.LossWeights), len(s.ResponseTokenIDs))
 				if n > 0 || s.LossWeights != nil {
@@ -288,9 +313,11 @@ func (w *work) variance(gi int32) (float64, bool) {
 	return ss / float64(n), true
 }
 
-// interp keeps the m groups with the largest within-group reward variance
-// (ranked by variance descending, then group id) that also reach the
-// threshold; the members of every other group go with their subtrees.
+// interp keeps the m refinement groups with the largest within-group
+// reward variance (ranked by variance descending, then group id) that also
+// reach the threshold; the members of every other refinement group go with
+// their subtrees. The root group, sampled from the task's own prompt, is
+// never ranked and always kept, so pruning never empties a tree.
 func (w *work) interp(m int, threshold float64) {
 	type ranked struct {
 		gi  int32
@@ -299,6 +326,9 @@ func (w *work) interp(m int, threshold float64) {
 	}
 	var rs []ranked
 	for _, gi := range w.order {
+		if w.t.groups[gi].root {
+			continue
+		}
 		if v, ok := w.variance(gi); ok {
 			rs = append(rs, ranked{gi: gi, v: v, ids: w.t.groups[gi].id})
 		}
@@ -322,9 +352,14 @@ func (w *work) interp(m int, threshold float64) {
 	}
 }
 
-// counts says whether a member enters its group's statistics and its
-// parent's propagation.
+// counts says whether a member enters its group's statistics.
 func counts(s *topics.Sample) bool { return s.InGroupStats }
+
+// propagates says whether a child enters its parent's propagated reward:
+// every outcome of the policy does (degenerate ones too, whatever the
+// group statistics say); an infrastructure failure (masked) says nothing
+// about the feedback its parent produced and never does.
+func propagates(s *topics.Sample) bool { return s.Route != topics.RouteMasked }
 
 // propagate computes r~ for every alive node, children before parents
 // (groups by turn descending).
@@ -348,7 +383,7 @@ func (w *work) propagate() {
 				acc = math.Inf(-1)
 			}
 			for _, u := range w.sorted[nd.child] {
-				if !w.alive[u] || !counts(t.nodes[u].s) {
+				if !w.alive[u] || !propagates(t.nodes[u].s) {
 					continue
 				}
 				n++
@@ -359,7 +394,7 @@ func (w *work) propagate() {
 				}
 			}
 			if n == 0 {
-				continue // leaf after pruning or masking: r~ = r
+				continue // leaf after pruning, or every child masked: r~ = r
 			}
 			if mars {
 				w.rt[v] = max(r, acc)
@@ -384,62 +419,99 @@ func (w *work) z(s *topics.Sample) float64 {
 // reports true when the group has no alive member.
 func (w *work) advantages(gi int32) (empty bool) {
 	t := w.t
-	var n, alive int
-	var sum float64
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range w.sorted[gi] {
-		if !w.alive[v] {
-			continue
-		}
-		alive++
-		if counts(t.nodes[v].s) {
-			n++
-			x := w.rt[v]
-			sum += x
-			lo, hi = min(lo, x), max(hi, x)
-		}
-	}
-	if alive == 0 {
-		return true
-	}
-	if n == 0 {
-		for _, v := range w.sorted[gi] {
-			w.adv[v] = 0
-		}
-		return false
-	}
-	mean := sum / float64(n)
-	var std float64
-	if w.cfg.Advantage == AdvantageStd {
-		var ss float64
-		for _, v := range w.sorted[gi] {
-			if w.alive[v] && counts(t.nodes[v].s) {
-				d := w.rt[v] - mean
-				ss += d * d
-			}
-		}
-		std = math.Sqrt(ss / float64(n))
-	}
-	same := lo == hi
+	w.xs, w.in, w.out = w.xs[:0], w.in[:0], w.out[:0]
 	for _, v := range w.sorted[gi] {
 		if !w.alive[v] {
 			continue
 		}
 		s := t.nodes[v].s
-		x := w.rt[v]
+		w.xs = append(w.xs, w.rt[v])
+		w.in = append(w.in, counts(s))
+	}
+	if len(w.xs) == 0 {
+		return true
+	}
+	w.out = Normalise(w.cfg, w.xs, w.in, w.out)
+	i := 0
+	for _, v := range w.sorted[gi] {
+		if !w.alive[v] {
+			continue
+		}
+		if t.nodes[v].s.Route == topics.RouteMasked {
+			w.adv[v] = 0
+		} else {
+			w.adv[v] = w.out[i]
+		}
+		i++
+	}
+	return false
+}
+
+// Normalise computes the advantages of one pool of values (a group's
+// members, or a tree's chains under grpo-mt) into out (reused, returned).
+// in[i] says whether xs[i] counts in the pool's statistics; only counting
+// values set the mean and std. A pool without counting values gets zeros;
+// counting values that all agree get exactly zero.
+//
+// A value outside the statistics (e.g. a degenerate response excluded by
+// the group_stats setting) gets a finite advantage of the right sign that
+// is never larger in magnitude than a counting member could reach: in std
+// mode its z-score clipped to ±√(n−1) (population std; (n−1)/√n with the
+// unbiased std) for n counting values; in no_std and leave_one_out mode
+// its difference from the counting values' mean.
+func Normalise(cfg topics.CreditConfig, xs []float64, in []bool, out []float64) []float64 {
+	out = slices.Grow(out[:0], len(xs))[:len(xs)]
+	var n int
+	var sum float64
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, x := range xs {
+		if in[i] {
+			n++
+			sum += x
+			lo, hi = min(lo, x), max(hi, x)
+		}
+	}
+	if n == 0 {
+		clear(out)
+		return out
+	}
+	mean := sum / float64(n)
+	var std, bound float64
+	if cfg.Advantage == AdvantageStd {
+		var ss float64
+		for i, x := range xs {
+			if in[i] {
+				d := x - mean
+				ss += d * d
+			}
+		}
+		fn := float64(n)
+		if cfg.UnbiasedStd {
+			if n > 1 {
+				std = math.Sqrt(ss / (fn - 1))
+			}
+			bound = (fn - 1) / math.Sqrt(fn)
+		} else {
+			std = math.Sqrt(ss / fn)
+			bound = math.Sqrt(fn - 1)
+		}
+	}
+	same := lo == hi
+	for i, x := range xs {
 		var a float64
 		switch {
-		case s.Route == topics.RouteMasked:
-			a = 0
-		case same && counts(s):
+		case same && in[i]:
 			a = 0 // exactly zero: no learning signal, whatever the rounding
-		case w.cfg.Advantage == AdvantageStd:
-			a = (x - mean) / (std + w.cfg.Epsilon)
-		case w.cfg.Advantage == AdvantageNoStd:
+		case cfg.Advantage == AdvantageStd:
+			a = (x - mean) / (std + cfg.Epsilon)
+			if !in[i] {
+				a = max(-bound, min(bound, a))
+			}
+		case cfg.Advantage == AdvantageNoStd:
 			a = x - mean
 		default: // leave-one-out
 			switch {
-			case !counts(s):
+			case !in[i]:
 				a = x - mean
 			case n == 1:
 				a = 0
@@ -447,9 +519,87 @@ func (w *work) advantages(gi int32) (empty bool) {
 				a = x - (sum-x)/float64(n-1)
 			}
 		}
-		w.adv[v] = a
+		out[i] = a
 	}
-	return false
+	return out
+}
+
+func (w *work) emptyGroup(gi int32) bool {
+	for _, v := range w.sorted[gi] {
+		if w.alive[v] {
+			return false
+		}
+	}
+	return true
+}
+
+// chains credits the tree as the multi-turn GRPO baseline (grpo-mt): every
+// chain from a root-group member (or from the top of a group whose parent
+// never arrived) down to a leaf is one trajectory rewarded by its leaf's
+// reward. Masked nodes are on no chain (as in propagation, a node whose
+// children are all masked is a leaf) and get r~ = r and advantage 0.
+// Chains are normalised among the tree's chains with Normalise (a chain
+// counts in the statistics when its leaf does); every node gets the mean
+// advantage, and as r~ the mean reward, of the chains through it.
+func (w *work) chains() {
+	t := w.t
+	n := len(t.nodes)
+	cnt := make([]int, n)
+	sumAdv := make([]float64, n)
+	sumR := make([]float64, n)
+	leaves := w.stack[:0]
+	// Leaves, children before parents; sorted order keeps sums deterministic.
+	for o := len(w.order) - 1; o >= 0; o-- {
+		for _, v := range w.sorted[w.order[o]] {
+			if !w.alive[v] || !propagates(t.nodes[v].s) {
+				continue
+			}
+			if c := t.nodes[v].child; c >= 0 {
+				leaf := true
+				for _, u := range w.sorted[c] {
+					if w.alive[u] && propagates(t.nodes[u].s) {
+						leaf = false
+						break
+					}
+				}
+				if !leaf {
+					continue
+				}
+			}
+			leaves = append(leaves, v)
+		}
+	}
+	w.stack = leaves
+	w.xs, w.in = w.xs[:0], w.in[:0]
+	for _, v := range leaves {
+		w.xs = append(w.xs, t.nodes[v].s.Reward)
+		w.in = append(w.in, counts(t.nodes[v].s))
+	}
+	w.out = Normalise(w.cfg, w.xs, w.in, w.out)
+	for i, v := range leaves {
+		cnt[v], sumAdv[v], sumR[v] = 1, w.out[i], w.xs[i]
+	}
+	for o := len(w.order) - 1; o >= 0; o-- {
+		for _, v := range w.sorted[w.order[o]] {
+			if !w.alive[v] {
+				continue
+			}
+			s := t.nodes[v].s
+			if !propagates(s) || cnt[v] == 0 {
+				w.rt[v], w.adv[v] = s.Reward, 0
+				continue
+			}
+			w.rt[v] = sumR[v] / float64(cnt[v])
+			w.adv[v] = sumAdv[v] / float64(cnt[v])
+			if p := t.nodes[v].s; p.ParentID != "" {
+				if r, ok := t.ids[p.ParentID]; ok && r.node >= 0 && w.alive[r.node] {
+					cnt[r.node] += cnt[v]
+					sumAdv[r.node] += sumAdv[v]
+					sumR[r.node] += sumR[v]
+				}
+			}
+		}
+	}
 }
 
 func (w *work) zeroSignal(gi int32) bool {

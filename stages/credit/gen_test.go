@@ -12,6 +12,7 @@ type nb struct {
 	r      float64
 	masked bool
 	out    bool // excluded from group stats (in_group_stats=false)
+	deg    bool // degenerate: route last_step_penalty
 	kids   []nb
 }
 
@@ -44,6 +45,10 @@ func build(treeID string, maxTurns int, roots []nb) []*topics.Sample {
 				s.Route = topics.RouteMasked
 				s.Status = topics.StatusSandboxError
 			}
+			if b.deg {
+				s.Route = topics.RouteLastStepPenalty
+				s.FailureCause = "degenerate.truncated"
+			}
 			s.InGroupStats = !b.out
 			s.ChildrenRequested = len(b.kids)
 			out = append(out, s)
@@ -64,6 +69,8 @@ type genSpec struct {
 	expand    float64 // probability that a non-masked node below the last turn is expanded
 	masked    float64 // probability that a node is masked
 	outStats  float64 // probability that a masked node is out of the group stats
+	degen     float64 // probability that a node is degenerate (never expanded)
+	degenOut  float64 // probability that a degenerate node is out of the group stats
 	discrete  bool    // rewards from {0, .25, .5, .75, 1} (ties) instead of uniform
 	allExpand bool    // expand every node below the last turn (full trees)
 }
@@ -85,8 +92,12 @@ func genGroup(rng *rand.Rand, sp genSpec, turn int) []nb {
 			b.masked = true
 			b.r = 0
 			b.out = rng.Float64() < sp.outStats
+		} else if rng.Float64() < sp.degen {
+			b.deg = true
+			b.r = 0
+			b.out = rng.Float64() < sp.degenOut
 		}
-		if !b.masked && turn < sp.maxTurns && (sp.allExpand || rng.Float64() < sp.expand) {
+		if !b.masked && !b.deg && turn < sp.maxTurns && (sp.allExpand || rng.Float64() < sp.expand) {
 			b.kids = genGroup(rng, sp, turn+1)
 		}
 		group[i] = b

@@ -40,6 +40,7 @@ type ref struct{ node, group int32 }
 
 type group struct {
 	id       string
+	root     bool  // the root group (index 0), sampled from the task's own prompt
 	parent   int32 // node the group was sampled from; -1 for the root group or while it has not arrived
 	turn     int   // turn of the members; 0 while unknown
 	expected int   // members expected: the largest of group_size and the parent's children_requested
@@ -49,13 +50,17 @@ type group struct {
 // Tree is one rollout tree being assembled. Samples may arrive in any
 // order and more than once; the first arrival of a node id wins.
 type Tree struct {
-	id        string
-	taskID    string
+	id     string
+	taskID string
+	// rootGroup is the root group's id: the group_id its members share
+	// (opaque; murphy's own is topics.RootID), or topics.RootID when none
+	// has named one yet. The root group is groups[0] and is not in ids.
 	rootGroup string
+	rootNamed bool // a root member named rootGroup
 	nodes     []node
 	groups    []group
-	// ids maps node ids and group ids (a group's id is its parent's node
-	// id) to their indices, so one lookup answers both.
+	// ids maps node ids and refinement group ids (a refinement group's id
+	// is its parent's node id) to their indices, so one lookup answers both.
 	ids map[string]ref
 	// deficit counts what the tree still waits for: missing members of
 	// every known group plus one per non-root group whose parent node has
@@ -63,19 +68,23 @@ type Tree struct {
 	deficit int
 }
 
-// NewTree starts an empty tree. Its root group (id topics.RootID(treeID))
-// waits for at least one member.
+// NewTree starts an empty tree. Its root group waits for at least one
+// member. The root group's id is whatever id its members share (murphy's
+// own records use topics.RootID(treeID)); members with an empty group_id
+// take the shared one, or topics.RootID(treeID) when none names one.
 func NewTree(treeID string) *Tree {
 	t := &Tree{
 		id:        treeID,
 		rootGroup: topics.RootID(treeID),
 		ids:       make(map[string]ref, 8),
 	}
-	t.groups = append(t.groups, group{id: t.rootGroup, parent: -1, turn: 1, expected: 1})
-	t.ids[t.rootGroup] = ref{node: -1, group: 0}
+	t.groups = append(t.groups, group{id: t.rootGroup, root: true, parent: -1, turn: 1, expected: 1})
 	t.deficit = 1
 	return t
 }
+
+// RootGroup is the root group's id (see NewTree).
+func (t *Tree) RootGroup() string { return t.rootGroup }
 
 // ID is the tree id.
 func (t *Tree) ID() string { return t.id }
@@ -92,6 +101,12 @@ func (t *Tree) Has(id string) bool {
 	return ok && r.node >= 0
 }
 
+// known reports whether id is a node id, arrived or named as a parent.
+func (t *Tree) known(id string) bool {
+	_, ok := t.ids[id]
+	return ok
+}
+
 // Complete reports whether every group has all the members it expects and
 // every node that requested children has its whole child group.
 func (t *Tree) Complete() bool { return t.deficit == 0 }
@@ -101,7 +116,7 @@ func (t *Tree) groupDeficit(g *group) int {
 	if d < 0 {
 		d = 0
 	}
-	if g.parent < 0 && g.id != t.rootGroup {
+	if g.parent < 0 && !g.root {
 		d++
 	}
 	return d
@@ -119,13 +134,20 @@ func (t *Tree) check(s *topics.Sample, self, parent ref, parentOK bool) error {
 		return t.bad(s, "tree_id", "sample belongs to tree %q", s.TreeID)
 	case s.NodeID == "":
 		return t.bad(s, "node_id", "empty")
-	case s.GroupID != topics.ParentNode(s.TreeID, s.ParentID):
-		if s.ParentID == "" {
-			return t.bad(s, "group_id", "a root-group member (parent_id \"\") must have group_id %q, got %q", t.rootGroup, s.GroupID)
-		}
+	case s.ParentID == "" && s.GroupID != "" && t.rootNamed && s.GroupID != t.rootGroup:
+		return t.bad(s, "group_id", "root-group members (parent_id \"\") disagree: group_id %q, earlier %q", s.GroupID, t.rootGroup)
+	case s.ParentID == "" && s.GroupID != "" && t.known(s.GroupID):
+		return t.bad(s, "group_id", "root group id %q is also a node id", s.GroupID)
+	case t.rootNamed && s.ParentID == t.rootGroup:
+		return t.bad(s, "parent_id", "parent_id %q is the root group's id, not a node", s.ParentID)
+	case s.ParentID != "" && s.GroupID != "" && s.GroupID != s.ParentID:
 		return t.bad(s, "group_id", "group_id %q is not the parent node %q", s.GroupID, s.ParentID)
-	case s.NodeID == s.GroupID:
+	case s.NodeID == s.ParentID:
 		return t.bad(s, "node_id", "node is its own parent")
+	case t.rootNamed && s.NodeID == t.rootGroup:
+		return t.bad(s, "node_id", "node id %q is the root group's id", s.NodeID)
+	case s.ParentID == "" && s.NodeID == s.GroupID:
+		return t.bad(s, "node_id", "node id %q is its own group's id", s.NodeID)
 	case s.GroupSize < 1:
 		return t.bad(s, "group_size", "must be >= 1, got %d", s.GroupSize)
 	case s.Turn < 1:
@@ -171,9 +193,19 @@ func (t *Tree) Add(s *topics.Sample) (bool, error) {
 	if !seen {
 		self = ref{node: -1, group: -1}
 	}
-	parent, parentOK := t.ids[s.GroupID]
+	var parent ref
+	var parentOK bool
+	if s.ParentID == "" {
+		parent, parentOK = ref{node: -1, group: 0}, true
+	} else {
+		parent, parentOK = t.ids[s.ParentID]
+	}
 	if err := t.check(s, self, parent, parentOK); err != nil {
 		return false, err
+	}
+	if s.ParentID == "" && s.GroupID != "" && !t.rootNamed {
+		t.rootGroup, t.rootNamed = s.GroupID, true
+		t.groups[0].id = s.GroupID
 	}
 	idx := int32(len(t.nodes))
 	if t.taskID == "" {
@@ -189,9 +221,9 @@ func (t *Tree) Add(s *topics.Sample) (bool, error) {
 	gi := parent.group
 	if gi < 0 {
 		gi = int32(len(t.groups))
-		t.groups = append(t.groups, group{id: s.GroupID, parent: -1, turn: s.Turn, members: make([]int32, 0, s.GroupSize)})
+		t.groups = append(t.groups, group{id: s.ParentID, parent: -1, turn: s.Turn, members: make([]int32, 0, s.GroupSize)})
 		parent.group = gi
-		t.ids[s.GroupID] = parent
+		t.ids[s.ParentID] = parent
 		t.deficit++ // its parent node has not arrived
 	}
 	g := &t.groups[gi]
@@ -270,11 +302,11 @@ func (t *Tree) Missing() string {
 		if len(g.members) < g.expected {
 			why = append(why, fmt.Sprintf("%d of %d members", len(g.members), g.expected))
 		}
-		if g.parent < 0 && g.id != t.rootGroup {
+		if g.parent < 0 && !g.root {
 			why = append(why, "parent node missing")
 		}
 		name := "group " + g.id
-		if g.id == t.rootGroup {
+		if g.root {
 			name = "root group"
 		}
 		parts = append(parts, name+": "+strings.Join(why, ", "))
