@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,39 +13,72 @@ import (
 
 func newCreditCmd() *cobra.Command {
 	c := credit.DefaultConfig()
-	var in, out string
+	var in, out, strategies string
+	var summary bool
 	cmd := &cobra.Command{
 		Use:   "credit --in samples.jsonl --out credited.jsonl",
-		Short: "Re-derive credit offline from stored sample records (JSON lines)",
+		Short: "Re-derive credit offline from stored sample records (JSON lines), or compare strategies on them",
 		Long: `credit reads sample records as JSON lines (any order, trees interleaved,
 duplicates allowed), assembles each rollout tree, prunes it, propagates rewards
-(MARS or MERS) and computes group advantages with exactly the code of the
-credit stage, and writes one credited sample per line: the input fields plus
-credited_reward, advantage and credit_config.
+(MARS or MERS, or the GRPO-MT baseline) and computes group advantages with
+exactly the code of the credit stage, and writes one credited sample per line:
+the input fields plus credited_reward, advantage and credit_config.
 
 Each input line needs tree_id, node_id, parent_id ("" for the root group),
-group_id, group_size, turn, max_turns, reward, route, in_group_stats and
-children_requested. Trees still incomplete at the end of the input are reported
-on stderr and skipped (--incomplete drop) or written with "incomplete": true
-(--incomplete flag). Use "-" for stdin/stdout.`,
+group_id (any id the root members share, or ""), group_size, turn, max_turns,
+reward, route, in_group_stats and children_requested. Trees still incomplete at
+the end of the input are reported on stderr and skipped (--incomplete drop) or
+written with "incomplete": true (--incomplete flag). Use "-" for stdin/stdout.
+
+--summary prints, for every strategy listed in --strategy (e.g.
+--strategy mars,mers,grpo-mt), how many samples pruning keeps, how many failed
+nodes get a positive advantage, the mean advantage of failures with and without
+a successful descendant, and the advantage spread per turn. With --summary the
+credited samples are written only when --out is given (one strategy only).`,
+		Example: `  murphy credit --in samples.jsonl --out credited.jsonl --strategy mers --gamma 0.9
+  murphy credit --in samples.jsonl --summary --strategy mars,mers,grpo-mt --interp 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := c.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
+			names := strings.Split(strategies, ",")
+			var configs []credit.Config
+			for _, name := range names {
+				cc := c
+				cc.Strategy = strings.TrimSpace(name)
+				if err := cc.Validate(); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				configs = append(configs, cc)
+			}
+			outSet := cmd.Flags().Changed("out")
+			switch {
+			case len(configs) > 1 && !summary:
+				return &exitError{code: 2, err: fmt.Errorf("credit: several strategies (%s) need --summary", strategies)}
+			case len(configs) > 1 && outSet:
+				return &exitError{code: 2, err: fmt.Errorf("credit: --out holds one strategy's credit; with --strategy %s use --summary alone", strategies)}
 			}
 			r, closeIn, err := openIn(in)
 			if err != nil {
 				return err
 			}
 			defer closeIn()
-			w, closeOut, err := openOut(out)
-			if err != nil {
-				return err
+			var w io.Writer
+			closeOut := func() error { return nil }
+			if !summary || outSet {
+				if w, closeOut, err = openOut(out); err != nil {
+					return err
+				}
+			}
+			var sums []*credit.Summary
+			if summary {
+				for _, cc := range configs {
+					sums = append(sums, credit.NewSummary(cc.CreditConfig()))
+				}
 			}
 			rep, err := credit.Offline(cmd.Context(), r, w, credit.OfflineOptions{
-				Credit:     c.CreditConfig(),
+				Credit:     configs[0].CreditConfig(),
 				Incomplete: c.Incomplete,
 				Log:        cmd.ErrOrStderr(),
+				Summaries:  sums,
 			})
 			if cerr := closeOut(); err == nil && cerr != nil {
 				err = fmt.Errorf("credit: close %s: %w", out, cerr)
@@ -55,20 +89,29 @@ on stderr and skipped (--incomplete drop) or written with "incomplete": true
 			fmt.Fprintf(cmd.ErrOrStderr(),
 				"credit: %d lines, %d duplicates, %d trees complete, %d incomplete (%s), %d samples written, %d nodes pruned, %d zero-signal groups (%d samples dropped)\n",
 				rep.Lines, rep.Duplicates, rep.Trees, rep.IncompleteTrees, c.Incomplete, rep.Written, rep.PrunedNodes, rep.ZeroSignalGroups, rep.DroppedSamples)
+			if summary {
+				sw := cmd.OutOrStdout()
+				if w != nil && out == "-" {
+					sw = cmd.ErrOrStderr()
+				}
+				return credit.WriteSummaries(sw, sums)
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&in, "in", "-", "input sample records, JSON lines (- = stdin)")
 	f.StringVar(&out, "out", "-", "output credited samples, JSON lines (- = stdout)")
-	f.StringVar(&c.Strategy, "strategy", c.Strategy, "reward propagation: mars | mers")
+	f.StringVar(&strategies, "strategy", c.Strategy, "reward propagation: mars | mers | grpo-mt (the multi-turn GRPO baseline); with --summary a comma-separated list to compare")
+	f.BoolVar(&summary, "summary", false, "print the credit summary table (one column per --strategy) instead of, or with --out beside, the credited samples")
 	f.Float64Var(&c.Gamma, "gamma", c.Gamma, "MERS discount γ")
 	f.StringVar(&c.Z, "z", c.Z, "MERS normaliser: 1 | remaining_turns | one_plus_gamma")
 	f.IntVar(&c.IntrapK, "intrap", c.IntrapK, "INTRAP: keep the k members of each group with the largest reward variance (0 = off)")
-	f.IntVar(&c.InterpM, "interp", c.InterpM, "INTERP: keep the m groups of each tree with the largest reward variance (0 = off)")
-	f.Float64Var(&c.InterpThreshold, "interp-threshold", c.InterpThreshold, "INTERP: keep only groups with reward variance >= this (0 = off)")
+	f.IntVar(&c.InterpM, "interp", c.InterpM, "INTERP: keep the m refinement groups of each tree with the largest reward variance; the root group is always kept (0 = off)")
+	f.Float64Var(&c.InterpThreshold, "interp-threshold", c.InterpThreshold, "INTERP: keep only refinement groups with reward variance >= this (0 = off)")
 	f.StringSliceVar(&c.PruneOrder, "prune-order", c.PruneOrder, "order of the pruning passes, e.g. interp,intrap (default intrap,interp)")
 	f.StringVar(&c.Advantage, "advantage", c.Advantage, "group advantage: std | no_std | leave_one_out")
+	f.BoolVar(&c.UnbiasedStd, "unbiased-std", c.UnbiasedStd, "advantage std: divide by n−1 (sample std, as torch.std and TRL) instead of n")
 	f.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "ε added to the group std (advantage std)")
 	f.BoolVar(&c.DropZeroSignal, "drop-zero-signal", c.DropZeroSignal, "leave out groups whose advantages are all zero")
 	f.StringVar(&c.Incomplete, "incomplete", c.Incomplete, "trees incomplete at the end of the input: drop | flag")

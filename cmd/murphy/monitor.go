@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	json "github.com/goccy/go-json"
 	"strings"
 	"time"
 
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/stages/credit"
 	"github.com/murphy-rl/murphy/stages/emit"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -19,10 +22,92 @@ import (
 type monitor struct {
 	total   int
 	summary *summary
+	// compare lists strategies to credit the run's samples under, beside
+	// the run's own (the summary table's columns).
+	compare []string
+	// samplesOut receives every sample once, as a JSON line (the input of
+	// murphy credit); nil: not written.
+	samplesOut io.Writer
+	trees      map[string]*credit.Tree
+	sampleErr  error
 }
 
-func newMonitor(total int) *monitor {
-	return &monitor{total: total, summary: newSummary(total)}
+func newMonitor(total int, compare []string, samplesOut io.Writer) *monitor {
+	return &monitor{total: total, summary: newSummary(total), compare: compare, samplesOut: samplesOut,
+		trees: map[string]*credit.Tree{}}
+}
+
+// wantsSamples says whether the monitor reads the samples topic.
+func (m *monitor) wantsSamples() bool { return len(m.compare) > 0 || m.samplesOut != nil }
+
+// sample assembles one sample record into its tree and writes it out.
+func (m *monitor) sample(rec pipeline.Record) {
+	var s topics.Sample
+	if err := topics.Decode(rec.Value, &s); err != nil || s.TreeID == "" {
+		return // dead-lettered by credit
+	}
+	t := m.trees[s.TreeID]
+	if t == nil {
+		t = credit.NewTree(s.TreeID)
+		m.trees[s.TreeID] = t
+	}
+	added, err := t.Add(&s)
+	if err != nil || !added {
+		return
+	}
+	if m.samplesOut != nil && m.sampleErr == nil {
+		b, err := json.Marshal(&s)
+		if err == nil {
+			_, err = m.samplesOut.Write(append(b, '\n'))
+		}
+		if err != nil {
+			m.sampleErr = fmt.Errorf("samples out: %w", err)
+		}
+	}
+}
+
+// samplesComplete says whether every credited tree's samples have arrived.
+func (m *monitor) samplesComplete() bool {
+	for id := range m.summary.seen {
+		if t := m.trees[id]; t == nil || !t.Complete() {
+			return false
+		}
+	}
+	return true
+}
+
+// comparisons credits the run's assembled trees under each strategy of
+// compare (other settings as the run's) for the summary table.
+func (m *monitor) comparisons() []*credit.Summary {
+	if m.summary.credit == nil || len(m.compare) == 0 {
+		return nil
+	}
+	own := m.summary.credit.Config
+	ids := make([]string, 0, len(m.trees))
+	for id, t := range m.trees {
+		if m.summary.seen[id] && t.Complete() {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var out []*credit.Summary
+	for _, name := range m.compare {
+		if name == own.Strategy {
+			continue
+		}
+		cfg := own
+		cfg.Strategy = name
+		if credit.ValidateCreditConfig(cfg) != nil {
+			continue
+		}
+		sum := credit.NewSummary(cfg)
+		for _, id := range ids {
+			ct, _ := credit.Credit(m.trees[id], cfg)
+			sum.Add(&ct, m.trees[id].Len())
+		}
+		out = append(out, sum)
+	}
+	return out
 }
 
 // watch returns when every tree was credited and is in an emitted batch, or
@@ -38,6 +123,12 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 	if err != nil {
 		return err
 	}
+	var samples <-chan pipeline.Record
+	if m.wantsSamples() {
+		if samples, err = pipeline.Tail(tctx, kc, cat.Topic(topics.Samples)); err != nil {
+			return err
+		}
+	}
 	seenBatch := map[string]bool{}
 	batchedTrees := 0
 	var tick <-chan time.Time
@@ -49,9 +140,14 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 	for {
 		if m.summary.Trees >= m.total && batchedTrees >= m.total {
 			m.progress(progress, start, batchedTrees)
-			return nil
+			if samples != nil {
+				m.drainSamples(ctx, samples)
+			}
+			return m.sampleErr
 		}
 		select {
+		case rec := <-samples:
+			m.sample(rec)
 		case <-ctx.Done():
 			return fmt.Errorf("%d of %d trees credited, %d in batches: %w", m.summary.Trees, m.total, batchedTrees, ctx.Err())
 		case rec := <-credited:
@@ -71,6 +167,24 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 			batchedTrees += n
 		case <-tick:
 			m.progress(progress, start, batchedTrees)
+		}
+	}
+}
+
+// drainSamples reads the samples of credited trees that have not arrived
+// yet: they were written before their trees were credited, so they are in
+// the log; the wait is bounded all the same.
+func (m *monitor) drainSamples(ctx context.Context, samples <-chan pipeline.Record) {
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for !m.samplesComplete() {
+		select {
+		case rec := <-samples:
+			m.sample(rec)
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -99,6 +213,7 @@ type summary struct {
 	reward, credited                []float64
 	liftedFailures, failedNodes     int
 	routes                          map[string]int
+	credit                          *credit.Summary
 }
 
 func newSummary(total int) *summary {
@@ -115,6 +230,10 @@ func (s *summary) add(t *topics.CreditedTree) {
 	if t.Incomplete {
 		s.Incomplete++
 	}
+	if s.credit == nil {
+		s.credit = credit.NewSummary(t.Config)
+	}
+	s.credit.Add(t, len(t.Samples)+t.PrunedNodes)
 	first := 0
 	for i := range t.Samples {
 		n := &t.Samples[i]
@@ -140,7 +259,7 @@ func (s *summary) add(t *topics.CreditedTree) {
 	}
 }
 
-func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, fileTrees int) {
+func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, fileTrees int, compare []*credit.Summary) {
 	fmt.Fprintf(w, "\n== murphy run summary ==\n")
 	fmt.Fprintf(w, "trees        %d of %d credited (%d incomplete), %d in output files\n", s.Trees, s.Total, s.Incomplete, fileTrees)
 	turns := make([]int, 0, len(s.nodesPerTurn))
@@ -159,6 +278,10 @@ func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, file
 	fmt.Fprintf(w, "reward       %s\n", distribution(s.reward))
 	fmt.Fprintf(w, "credited     %s\n", distribution(s.credited))
 	fmt.Fprintf(w, "credit flow  %d of %d failed nodes received credit from a later success\n", s.liftedFailures, s.failedNodes)
+	if s.credit != nil {
+		fmt.Fprintf(w, "credit       the run's own configuration (%s) beside the baselines on the same samples:\n", s.credit.Name())
+		credit.WriteSummaries(w, append([]*credit.Summary{s.credit}, compare...))
+	}
 	secs := max(elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(w, "throughput   %.1f samples/s, %.2f trees/s over %s\n", float64(s.Nodes)/secs, float64(s.Trees)/secs, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "output       %d files\n", len(files))

@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/murphy-rl/murphy/dataset"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages/credit"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
@@ -36,6 +39,12 @@ type runOptions struct {
 	// Calibrate derives each task's time limit from its reference before
 	// the run (execute.Calibration); off, every task keeps its fixed limit.
 	Calibrate bool
+	// Compare lists the credit strategies the summary also credits the
+	// run's samples under, beside the run's own.
+	Compare []string
+	// SamplesOut, when set, receives every sample of the run as JSON lines
+	// (the input of murphy credit).
+	SamplesOut string
 }
 
 func newRunCmd() *cobra.Command {
@@ -43,7 +52,7 @@ func newRunCmd() *cobra.Command {
 	cfg.Topics.Partitions = 4
 	cfg.Emit.Dir = "out"
 	opt := runOptions{Out: "out", Turns: 3, GroupSizes: []int{4}, TreesPerTask: 1, Seed: 1,
-		Timeout: 30 * time.Minute, Progress: 2 * time.Second, Calibrate: true}
+		Timeout: 30 * time.Minute, Progress: 2 * time.Second, Calibrate: true, Compare: []string{credit.StrategyMARS, credit.StrategyMERS, credit.StrategyGRPOMT}}
 	var path string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -84,6 +93,8 @@ only when every tree completed and is in the output files.`,
 	f.DurationVar(&opt.Progress, "progress", opt.Progress, "progress line interval (0 = off)")
 	f.StringVar(&opt.DataDir, "broker-data-dir", "", "persist the embedded broker's log here")
 	f.BoolVar(&opt.Calibrate, "calibrate", opt.Calibrate, "derive each task's CPU time limit from its reference's measured CPU time (x10, at least 500ms, capped by timeout_ms) before the run; false keeps the fixed limits")
+	f.StringSliceVar(&opt.Compare, "compare", opt.Compare, "credit strategies the summary compares on the run's samples, beside the run's own (mars, mers, grpo-mt; empty = none)")
+	f.StringVar(&opt.SamplesOut, "samples-out", "", "write every sample as a JSON line to this file (the input of murphy credit)")
 	bindCommon(f, &cfg)
 	for _, n := range stageNames {
 		bindStage(f, &cfg, n)
@@ -113,6 +124,11 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	cfg.Execute.Sandbox.Seed = opt.Seed
 	if err := cfg.validate(stageNames); err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	for _, name := range opt.Compare {
+		if !slices.Contains(credit.Strategies, name) {
+			return &exitError{code: 2, err: fmt.Errorf("run: --compare: unknown strategy %q (want one of %v)", name, credit.Strategies)}
+		}
 	}
 	ts, err := loadTasks(opt, stderr)
 	if err != nil {
@@ -178,7 +194,21 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	for _, e := range rep.Skipped {
 		fmt.Fprintf(stderr, "skipped task: %v\n", e)
 	}
-	mon := newMonitor(rep.Trees)
+	var samplesOut io.Writer
+	if opt.SamplesOut != "" {
+		f, err := os.Create(opt.SamplesOut)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("run: %w", err)}
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		samplesOut = bw
+		defer func() {
+			if err := errors.Join(bw.Flush(), f.Close()); err != nil {
+				fmt.Fprintf(stderr, "samples out %s: %v\n", opt.SamplesOut, err)
+			}
+		}()
+	}
+	mon := newMonitor(rep.Trees, opt.Compare, samplesOut)
 	monErr := mon.watch(ctx, cfg.Kafka, cfg.Topics, stderr, opt.Progress, start)
 
 	// Stop the stages: in-flight records finish, files are closed.
@@ -193,7 +223,7 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	}
 	files, fileTrees, ferr := countOutput(cfg.Emit.Dir)
 	elapsed := time.Since(start)
-	mon.summary.print(stdout, elapsed, files, fileTrees)
+	mon.summary.print(stdout, elapsed, files, fileTrees, mon.comparisons())
 	switch {
 	case monErr != nil:
 		return &exitError{code: 1, err: fmt.Errorf("run incomplete: %w", monErr)}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	json "github.com/goccy/go-json"
@@ -24,6 +25,10 @@ type OfflineOptions struct {
 	Incomplete string
 	// Log receives one line per incomplete tree (nil: discarded).
 	Log io.Writer
+	// Summaries, when set, each receive every written tree credited under
+	// their own Config (validated by Offline), e.g. to compare strategies on
+	// one sample set; credit under a config equal to Credit is reused.
+	Summaries []*Summary
 }
 
 // OfflineReport summarises an Offline run.
@@ -118,12 +123,17 @@ func DecodeOfflineSample(b []byte) (*topics.Sample, error) {
 // Offline re-derives credit from stored samples: it reads sample records
 // as JSON lines (any order, trees interleaved, duplicates allowed), credits
 // each tree with the stage's core as soon as it is complete and writes one
-// OfflineLine per surviving sample. A malformed line stops the run with a
+// OfflineLine per surviving sample (nothing when out is nil). A malformed line stops the run with a
 // *LineError naming it.
 func Offline(ctx context.Context, in io.Reader, out io.Writer, opts OfflineOptions) (OfflineReport, error) {
 	var rep OfflineReport
 	if err := ValidateCreditConfig(opts.Credit); err != nil {
 		return rep, err
+	}
+	for _, s := range opts.Summaries {
+		if err := ValidateCreditConfig(s.Config); err != nil {
+			return rep, err
+		}
 	}
 	switch opts.Incomplete {
 	case IncompleteDrop, IncompleteFlag:
@@ -133,6 +143,9 @@ func Offline(ctx context.Context, in io.Reader, out io.Writer, opts OfflineOptio
 	logw := opts.Log
 	if logw == nil {
 		logw = io.Discard
+	}
+	if out == nil {
+		out = io.Discard
 	}
 	bw := bufio.NewWriterSize(out, 1<<20)
 	enc := json.NewEncoder(bw)
@@ -145,6 +158,14 @@ func Offline(ctx context.Context, in io.Reader, out io.Writer, opts OfflineOptio
 		rep.PrunedNodes += st.PrunedNodes
 		rep.ZeroSignalGroups += st.ZeroSignalGroups
 		rep.DroppedSamples += st.DroppedSamples
+		for _, sum := range opts.Summaries {
+			if reflect.DeepEqual(sum.Config, opts.Credit) {
+				sum.Add(&ct, t.Len())
+				continue
+			}
+			other, _ := Credit(t, sum.Config)
+			sum.Add(&other, t.Len())
+		}
 		for i := range ct.Samples {
 			line := OfflineLine{CreditedSample: ct.Samples[i], Incomplete: ct.Incomplete, Config: ct.Config}
 			if err := enc.Encode(&line); err != nil {
