@@ -138,14 +138,27 @@ func (c *classifier) Classify(ex *topics.Execution) string {
 }
 
 // inGroupStats reports whether a sample of cause counts in its group's
-// mean/std: normal causes always do, others per Config.GroupStats
-// (default: counts).
+// mean/std: normal causes always do, others per Config.GroupStats, by
+// default DefaultInGroupStats.
 func (c Config) inGroupStats(cause string) bool {
 	if classOf(cause) == ClassNormal {
 		return true
 	}
 	if v, ok := c.GroupStats[cause]; ok {
 		return v
+	}
+	return DefaultInGroupStats(cause)
+}
+
+// DefaultInGroupStats reports whether a sample of cause counts in its
+// group's mean/std when Config.GroupStats does not say. Everything counts
+// (the signal-reshaping method's setting) except judge and scorer outages:
+// their reward is a placeholder, not a verdict on the candidate, and counting
+// it would put a real-looking zero into the baseline.
+func DefaultInGroupStats(cause string) bool {
+	switch cause {
+	case CauseJudge, CauseScorer:
+		return false
 	}
 	return true
 }

@@ -68,6 +68,10 @@ type Config struct {
 	// ScorerFailure says what happens to a sample whose scorer failed:
 	// mask (cause infra.scorer) or unscored (uniform weights).
 	ScorerFailure string `yaml:"scorer_failure"`
+	// ScorerWholeResponses asks the scorer about single-step responses
+	// (no step boundaries) too, so that it may rescale the whole response.
+	// Off, such a response keeps weight 1 and no scores.
+	ScorerWholeResponses bool `yaml:"scorer_whole_responses"`
 	// Repetition configures the repetition-loop detector.
 	Repetition RepetitionConfig `yaml:"repetition"`
 	// MaxSteps is the largest number of steps (tool calls/turns) a response
@@ -81,8 +85,10 @@ type Config struct {
 	// rather than some other sandbox failure (infra.sandbox).
 	HarnessTimeoutMarkers []string `yaml:"harness_timeout_markers"`
 	// GroupStats overrides, per non-normal cause, whether a masked or
-	// penalised sample counts in its group's mean/std. Causes not listed
-	// count. Keys are causes such as infra.inference or degenerate.truncated.
+	// penalised sample counts in its group's mean/std. Keys are causes such
+	// as infra.inference or degenerate.truncated. Causes not listed count,
+	// except judge and scorer outages (infra.judge, infra.scorer): their
+	// reward says nothing about the candidate, so by default they do not.
 	GroupStats map[string]bool `yaml:"group_stats"`
 	// MaskedReward is the reward recorded on masked samples. It matters only
 	// where the cause counts in group statistics.
@@ -106,6 +112,9 @@ type Tiers struct {
 	// Wrong is the reward of a candidate that compiles and runs but is judged
 	// semantically wrong.
 	Wrong float64 `yaml:"wrong"`
+	// Unsure is the reward of a candidate that compiles and runs and whose
+	// judge answered unsure (the LLM judge's third verdict).
+	Unsure float64 `yaml:"unsure"`
 	// Correct is the reward of a correct candidate.
 	Correct float64 `yaml:"correct"`
 }
@@ -114,7 +123,7 @@ type Tiers struct {
 type ReferencePatchConfig struct {
 	// MismatchAbstains makes a candidate whose patch differs from the
 	// reference pass to the next judge instead of being judged wrong
-	// (another fix may be valid too).
+	// (another fix may be valid too). On by default.
 	MismatchAbstains bool `yaml:"mismatch_abstains"`
 }
 
@@ -122,8 +131,8 @@ type ReferencePatchConfig struct {
 type LLMJudgeConfig struct {
 	// Rubric is the system prompt; empty means DefaultJudgeRubric.
 	Rubric string `yaml:"rubric"`
-	// IncludeReference shows the task's reference solution or patch to the
-	// judge.
+	// IncludeReference shows the task's reference patch, else its
+	// reference solution, to the judge when the task has one. On by default.
 	IncludeReference bool `yaml:"include_reference"`
 	// MaxCodeBytes caps the candidate program shown to the judge.
 	MaxCodeBytes int `yaml:"max_code_bytes"`
@@ -187,19 +196,21 @@ type ExpansionConfig struct {
 }
 
 // DefaultConfig returns the defaults: pass_rate rewards with the tests as the
-// only judge, no process scores, expansion on, every cause counting in group
-// statistics.
+// only judge, no process scores, expansion on, every cause but judge and
+// scorer outages counting in group statistics.
 func DefaultConfig() Config {
 	return Config{
-		RewardPolicy: topics.RewardPassRate,
-		Tiers:        Tiers{NoCompile: 0, Wrong: 0.5, Correct: 1},
-		Judges:       []string{JudgeTests},
-		TestsGate:    true,
+		RewardPolicy:   topics.RewardPassRate,
+		Tiers:          Tiers{NoCompile: 0, Wrong: 0.5, Unsure: 0.5, Correct: 1},
+		Judges:         []string{JudgeTests},
+		TestsGate:      true,
+		ReferencePatch: ReferencePatchConfig{MismatchAbstains: true},
 		LLMJudge: LLMJudgeConfig{
-			MaxCodeBytes: 12 << 10,
-			Attempts:     2,
-			CacheSize:    4096,
-			Timeout:      2 * time.Minute,
+			IncludeReference: true,
+			MaxCodeBytes:     12 << 10,
+			Attempts:         2,
+			CacheSize:        4096,
+			Timeout:          2 * time.Minute,
 		},
 		LLM:    DefaultLLMConfig(),
 		Scorer: ScorerNone,
@@ -239,7 +250,7 @@ func (c Config) Validate() error {
 	if !validPolicy(c.RewardPolicy) {
 		errs = append(errs, fmt.Errorf("reward_policy %q: want pass_rate, binary or tiered", c.RewardPolicy))
 	}
-	for _, v := range []float64{c.Tiers.NoCompile, c.Tiers.Wrong, c.Tiers.Correct} {
+	for _, v := range []float64{c.Tiers.NoCompile, c.Tiers.Wrong, c.Tiers.Unsure, c.Tiers.Correct} {
 		if v < 0 || v > 1 {
 			errs = append(errs, fmt.Errorf("tiers must lie in [0,1], got %+v", c.Tiers))
 			break
@@ -247,6 +258,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Tiers.NoCompile <= c.Tiers.Wrong && c.Tiers.Wrong <= c.Tiers.Correct) {
 		errs = append(errs, fmt.Errorf("tiers must be ordered no_compile <= wrong <= correct, got %+v", c.Tiers))
+	}
+	if !(c.Tiers.NoCompile <= c.Tiers.Unsure && c.Tiers.Unsure <= c.Tiers.Correct) {
+		errs = append(errs, fmt.Errorf("tiers must be ordered no_compile <= unsure <= correct, got %+v", c.Tiers))
 	}
 	seen := map[string]bool{}
 	for _, j := range c.Judges {

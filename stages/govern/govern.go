@@ -169,12 +169,15 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 		}
 		return Result{Sample: g.sample(ex, CauseJudge, g.cfg.MaskedReward, nil)}, nil
 	}
-	reward, err := Reward(policy, g.cfg.Tiers, ex, d.compiles, d.correct)
+	reward, err := Reward(policy, g.cfg.Tiers, ex, d.compiles, d.verdict)
 	if err != nil {
 		return Result{}, err // Validate rejects unknown policies before this
 	}
+	var scores []float32
 	steps, aligned := alignSteps(&ex.Candidate)
-	scores, err := g.scorer.Score(ctx, task, ex, steps, aligned)
+	if g.scores(ex, steps) {
+		scores, err = g.scorer.Score(ctx, task, ex, steps, aligned)
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return Result{}, ctx.Err()
@@ -189,7 +192,7 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 	}
 	s := g.sample(ex, cause, reward, scores)
 	res := Result{Sample: s, Judge: d.judge}
-	if g.cfg.Expansion.Enabled && !d.correct && !slices.Contains(g.cfg.Expansion.SkipCauses, cause) {
+	if g.cfg.Expansion.Enabled && !d.solved() && !slices.Contains(g.cfg.Expansion.SkipCauses, cause) {
 		if size := childGroupSize(ex.TreeSpec, ex.Turn); size > 0 {
 			p, err := g.refine.Prompt(ex, task, cause, size, g.now())
 			if err != nil {
@@ -200,6 +203,17 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 		}
 	}
 	return res, nil
+}
+
+// scores reports whether the step scorer is asked about a normal execution
+// with these steps. Process scores are for trajectories that compiled or
+// parsed; a response without step boundaries (one step) keeps weight 1
+// unless Config.ScorerWholeResponses asks for it to be rescaled too.
+func (g *Governor) scores(ex *topics.Execution, steps []Step) bool {
+	if ex.Status == topics.StatusCompileError {
+		return false
+	}
+	return len(steps) > 1 || g.cfg.ScorerWholeResponses
 }
 
 // sample builds the sample of ex for cause: route, group-stat membership

@@ -223,7 +223,7 @@ func TestRewardPolicies(t *testing.T) {
 func TestTieredCustomValues(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.RewardPolicy = topics.RewardTiered
-	cfg.Tiers = Tiers{NoCompile: 0.1, Wrong: 0.3, Correct: 0.9}
+	cfg.Tiers = Tiers{NoCompile: 0.1, Wrong: 0.3, Unsure: 0.3, Correct: 0.9}
 	g := newGovernor(t, cfg)
 	for _, tc := range []struct {
 		ex   *topics.Execution
@@ -263,29 +263,33 @@ func TestJudgeChain(t *testing.T) {
 		policy    string
 		mut       func(*topics.Execution)
 		taskPatch string
+		strict    bool // reference_patch.mismatch_abstains off
 		wantCause string
 		wantRew   float64
 		wantJudge string
 		expands   bool
 	}{
-		{"tests only, passing", []string{JudgeTests}, true, topics.RewardTiered, nil, "", CausePassed, 1, JudgeTests, false},
+		{"tests only, passing", []string{JudgeTests}, true, topics.RewardTiered, nil, "", false, CausePassed, 1, JudgeTests, false},
 		{"reference patch match", []string{JudgeReferencePatch}, true, topics.RewardTiered,
-			func(e *topics.Execution) { e.Code = samePatch }, refPatch, CausePassed, 1, JudgeReferencePatch, false},
-		{"reference patch mismatch: compiles but wrong", []string{JudgeReferencePatch}, true, topics.RewardTiered,
-			func(e *topics.Execution) { e.Code = otherPatch }, refPatch, CausePassed, 0.5, JudgeReferencePatch, true},
+			func(e *topics.Execution) { e.Code = samePatch }, refPatch, false, CausePassed, 1, JudgeReferencePatch, false},
+		{"reference patch mismatch: abstains, the tests decide", []string{JudgeReferencePatch}, true, topics.RewardTiered,
+			func(e *topics.Execution) { e.Code = otherPatch }, refPatch, false, CausePassed, 1, JudgeTests, false},
+		{"reference patch mismatch, strict: compiles but wrong", []string{JudgeReferencePatch}, true, topics.RewardTiered,
+			func(e *topics.Execution) { e.Code = otherPatch }, refPatch, true, CausePassed, 0.5, JudgeReferencePatch, true},
 		{"reference patch absent: tests decide", []string{JudgeReferencePatch}, true, topics.RewardTiered,
-			nil, "", CausePassed, 1, JudgeTests, false},
+			nil, "", true, CausePassed, 1, JudgeTests, false},
 		{"gate: failing tests never reach the judge", []string{JudgeReferencePatch}, true, topics.RewardBinary,
-			func(e *topics.Execution) { failing(3)(e); e.Code = samePatch }, refPatch, CauseWrongAnswer, 0, JudgeTests, true},
+			func(e *topics.Execution) { failing(3)(e); e.Code = samePatch }, refPatch, false, CauseWrongAnswer, 0, JudgeTests, true},
 		{"no gate: judge may overrule weak tests", []string{JudgeReferencePatch}, false, topics.RewardBinary,
-			func(e *topics.Execution) { failing(3)(e); e.Code = samePatch }, refPatch, CauseWrongAnswer, 1, JudgeReferencePatch, false},
+			func(e *topics.Execution) { failing(3)(e); e.Code = samePatch }, refPatch, false, CauseWrongAnswer, 1, JudgeReferencePatch, false},
 		{"compile error is never judged", []string{JudgeReferencePatch}, false, topics.RewardTiered,
-			func(e *topics.Execution) { status(topics.StatusCompileError)(e); e.Code = samePatch }, refPatch, CauseCompileError, 0, JudgeTests, true},
+			func(e *topics.Execution) { status(topics.StatusCompileError)(e); e.Code = samePatch }, refPatch, false, CauseCompileError, 0, JudgeTests, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Judges, cfg.TestsGate, cfg.RewardPolicy = tc.judges, tc.gate, tc.policy
+			cfg.ReferencePatch.MismatchAbstains = !tc.strict
 			task := testTask()
 			task.Kind, task.ReferencePatch = topics.KindCompileFix, tc.taskPatch
 			var muts []func(*topics.Execution)
@@ -394,7 +398,10 @@ func TestConfigValidate(t *testing.T) {
 		mut  func(*Config)
 	}{
 		{"policy", func(c *Config) { c.RewardPolicy = "accuracy" }},
-		{"tier order", func(c *Config) { c.Tiers = Tiers{0, 1, 0.5} }},
+		{"tier order", func(c *Config) { c.Tiers = Tiers{NoCompile: 0, Wrong: 1, Unsure: 0.5, Correct: 0.5} }},
+		{"unsure above correct", func(c *Config) { c.Tiers = Tiers{NoCompile: 0, Wrong: 0.5, Unsure: 1, Correct: 0.9} }},
+		{"unsure below no_compile", func(c *Config) { c.Tiers = Tiers{NoCompile: 0.2, Wrong: 0.5, Unsure: 0.1, Correct: 1} }},
+		{"unsure outside [0,1]", func(c *Config) { c.Tiers.Unsure = -0.5 }},
 		{"judge", func(c *Config) { c.Judges = []string{"oracle"} }},
 		{"judge twice", func(c *Config) { c.Judges = []string{JudgeTests, JudgeTests} }},
 		{"scorer", func(c *Config) { c.Scorer = "vibes" }},

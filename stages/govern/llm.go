@@ -36,10 +36,11 @@ Decide whether the candidate program is a semantically correct solution of the t
 Rubric:
 - "correct": it implements what the task asks for all valid inputs, including edge cases the task implies; for a repair task, the patch fixes the cause of the failure without deleting, disabling or special-casing the failing code or its tests.
 - "incorrect": anything else, including solutions that only work for the shown examples, hard-code expected outputs, or suppress errors instead of fixing them.
-Style, naming and efficiency do not matter unless the task asks for them. The execution summary reports what running the visible tests showed; it may be incomplete.
+- "unsure": you cannot decide from the task, the reference (when one is shown) and the program, for example because the outcome depends on a requirement the task leaves open. Do not use it to avoid reading the program.
+Style, naming and efficiency do not matter unless the task asks for them. A reference, when shown, is one correct solution; others may be correct too. The execution summary reports what running the visible tests showed; it may be incomplete.
 
 Answer with exactly one JSON object and nothing else:
-{"verdict": "correct" | "incorrect", "reason": "<one sentence>"}`
+{"verdict": "correct" | "incorrect" | "unsure", "reason": "<one sentence>"}`
 
 // DefaultScorerRubric is the LLM step scorer's system prompt.
 const DefaultScorerRubric = `You rate the steps of an agent's attempt at a programming task.
@@ -195,8 +196,8 @@ func askJSON(ctx context.Context, m ChatModel, msgs []topics.Message, attempts i
 type llmEvents func(component, result string)
 
 // LLMJudge asks a model whether a candidate is correct, with the rubric of
-// LLMJudgeConfig.Rubric (DefaultJudgeRubric), and caches verdicts by (task
-// id, hash of the candidate program). An unparsable answer is asked again
+// LLMJudgeConfig.Rubric (DefaultJudgeRubric), and caches verdicts (correct,
+// wrong or unsure) by (task id, hash of the candidate program). An unparsable answer is asked again
 // up to Attempts times; then, like any model failure, the judgement fails
 // with a *JudgeError (infrastructure, never the candidate's fault).
 type LLMJudge struct {
@@ -236,8 +237,10 @@ func ParseJudgeAnswer(answer string) (Verdict, error) {
 		return Correct, nil
 	case "incorrect":
 		return Wrong, nil
+	case "unsure":
+		return Unsure, nil
 	}
-	return Abstain, fmt.Errorf("%w: verdict %q is neither \"correct\" nor \"incorrect\"", ErrUnparsable, a.Verdict)
+	return Abstain, fmt.Errorf("%w: verdict %q is not \"correct\", \"incorrect\" or \"unsure\"", ErrUnparsable, a.Verdict)
 }
 
 // JudgeMessages builds the conversation the judge is asked.

@@ -149,8 +149,8 @@ func TestLLMJudgeProtocolAndCache(t *testing.T) {
 			t.Errorf("judge prompt lacks %q:\n%s", want, user)
 		}
 	}
-	if strings.Contains(user, "Reference") {
-		t.Error("reference shown without include_reference")
+	if !strings.Contains(user, "Reference solution") || !strings.Contains(user, task.Reference) {
+		t.Errorf("the task's reference is not shown by default:\n%s", user)
 	}
 	// Same task and program: cached, even for another node of the tree.
 	other := execution(func(e *topics.Execution) { e.Index = 2 })
@@ -316,21 +316,59 @@ func TestLLMJudgeCancelled(t *testing.T) {
 	}
 }
 
+// TestLLMJudgeIncludeReference: the judge sees the task's reference by
+// default (the patch of a repair task, else the reference solution), nothing
+// when the task has none, and none with include_reference off.
 func TestLLMJudgeIncludeReference(t *testing.T) {
+	if !DefaultConfig().LLMJudge.IncludeReference {
+		t.Fatal("include_reference is off by default")
+	}
 	srv := newChatServer(t, func(int64, chatRequest) (int, string) { return http.StatusOK, `{"verdict":"correct"}` })
-	cfg := DefaultConfig().LLMJudge
-	cfg.IncludeReference = true
-	cfg.Rubric = "Judge strictly."
-	j, err := NewLLMJudge(cfg, chatModel(t, srv.URL))
-	if err != nil {
-		t.Fatal(err)
+	const patch = "--- a/add.py\n+++ b/add.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+	repair := testTask()
+	repair.TaskID, repair.Kind, repair.ReferencePatch = "t-repair", topics.KindCompileFix, patch
+	bare := testTask()
+	bare.TaskID, bare.Reference = "t-bare", ""
+	cases := []struct {
+		name    string
+		include bool
+		task    *topics.Task
+		want    []string // in the user message
+		notWant []string
+	}{
+		{"solution by default", true, testTask(), []string{"Reference solution", testTask().Reference}, []string{"Reference patch"}},
+		{"patch of a repair task", true, repair, []string{"Reference patch", patch}, []string{"Reference solution"}},
+		{"task without a reference", true, bare, nil, []string{"Reference"}},
+		{"include_reference off", false, testTask(), nil, []string{"Reference"}},
 	}
-	if _, err := j.Judge(context.Background(), testTask(), execution()); err != nil {
-		t.Fatal(err)
-	}
-	req := srv.lastRequest()
-	if req.Messages[0].Content != "Judge strictly." || !strings.Contains(req.Messages[1].Content, "Reference solution") {
-		t.Fatalf("custom rubric or reference missing: %+v", req.Messages)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig().LLMJudge
+			cfg.IncludeReference = tc.include
+			cfg.Rubric = "Judge strictly."
+			j, err := NewLLMJudge(cfg, chatModel(t, srv.URL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.Judge(context.Background(), tc.task, execution()); err != nil {
+				t.Fatal(err)
+			}
+			req := srv.lastRequest()
+			if req.Messages[0].Content != "Judge strictly." {
+				t.Fatalf("custom rubric not sent: %+v", req.Messages)
+			}
+			user := req.Messages[1].Content
+			for _, w := range tc.want {
+				if !strings.Contains(user, w) {
+					t.Errorf("user message lacks %q:\n%s", w, user)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(user, w) {
+					t.Errorf("user message holds %q:\n%s", w, user)
+				}
+			}
+		})
 	}
 }
 

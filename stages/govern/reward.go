@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -20,6 +18,10 @@ const (
 	Correct
 	// Wrong: the candidate runs but does not solve the task.
 	Wrong
+	// Unsure: the judge looked and cannot tell. It decides (the chain stops
+	// here) but the node is not solved; the tiered policy gives it
+	// Tiers.Unsure.
+	Unsure
 )
 
 func (v Verdict) String() string {
@@ -28,6 +30,8 @@ func (v Verdict) String() string {
 		return "correct"
 	case Wrong:
 		return "wrong"
+	case Unsure:
+		return "unsure"
 	}
 	return "abstain"
 }
@@ -77,132 +81,6 @@ func testsPassed(ex *topics.Execution) bool {
 	return true
 }
 
-// ReferencePatchJudge compares the candidate with the task's reference
-// patch (topics.Task.ReferencePatch), for repair tasks. Both sides are
-// normalised before comparison:
-//
-//   - unified diffs become, per file (a/ and b/ prefixes dropped, files in
-//     path order), the sequence of removed and added lines; hunk headers,
-//     line numbers and context lines are ignored;
-//   - whole programs become their lines without blank lines and
-//     whole-line comments (#, //);
-//   - in both, runs of white space inside a line collapse to one space.
-//
-// Equal normal forms are Correct; different ones are Wrong, or Abstain with
-// MismatchAbstains. A task without a reference patch gets Abstain.
-type ReferencePatchJudge struct {
-	MismatchAbstains bool
-}
-
-// Name implements Judge.
-func (ReferencePatchJudge) Name() string { return JudgeReferencePatch }
-
-// Judge implements Judge.
-func (j ReferencePatchJudge) Judge(_ context.Context, task *topics.Task, ex *topics.Execution) (Verdict, error) {
-	if task == nil || strings.TrimSpace(task.ReferencePatch) == "" {
-		return Abstain, nil
-	}
-	if PatchesEquivalent(task.ReferencePatch, ex.Code) {
-		return Correct, nil
-	}
-	if j.MismatchAbstains {
-		return Abstain, nil
-	}
-	return Wrong, nil
-}
-
-// PatchesEquivalent reports whether two patches (or two programs) have the
-// same normal form (see ReferencePatchJudge).
-func PatchesEquivalent(a, b string) bool {
-	da, db := isUnifiedDiff(a), isUnifiedDiff(b)
-	if da != db {
-		return false
-	}
-	if da {
-		return normalizeDiff(a) == normalizeDiff(b)
-	}
-	return normalizeProgram(a) == normalizeProgram(b)
-}
-
-func isUnifiedDiff(s string) bool {
-	hasHunk, hasFile := false, false
-	for line := range strings.SplitSeq(s, "\n") {
-		switch {
-		case strings.HasPrefix(line, "@@"):
-			hasHunk = true
-		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "--- "):
-			hasFile = true
-		}
-	}
-	return hasHunk && hasFile
-}
-
-func normalizeDiff(s string) string {
-	type fileChange struct {
-		path  string
-		lines []string
-	}
-	var files []*fileChange
-	var cur *fileChange
-	oldPath := ""
-	for line := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
-		switch {
-		case strings.HasPrefix(line, "--- "):
-			oldPath = diffPath(line[4:])
-		case strings.HasPrefix(line, "+++ "):
-			p := diffPath(line[4:])
-			if p == "/dev/null" {
-				p = oldPath
-			}
-			cur = &fileChange{path: p}
-			files = append(files, cur)
-		case strings.HasPrefix(line, "@@"), strings.HasPrefix(line, "diff "), strings.HasPrefix(line, "index "),
-			strings.HasPrefix(line, `\ No newline`):
-		case cur != nil && (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")):
-			body := normalizeSpace(line[1:])
-			if body == "" {
-				continue // blank lines added or removed do not change meaning
-			}
-			cur.lines = append(cur.lines, line[:1]+body)
-		}
-	}
-	sort.SliceStable(files, func(i, j int) bool { return files[i].path < files[j].path })
-	var sb strings.Builder
-	for _, f := range files {
-		if len(f.lines) == 0 {
-			continue
-		}
-		sb.WriteString("F " + f.path + "\n")
-		for _, l := range f.lines {
-			sb.WriteString(l + "\n")
-		}
-	}
-	return sb.String()
-}
-
-func diffPath(s string) string {
-	if i := strings.IndexByte(s, '\t'); i >= 0 {
-		s = s[:i] // "--- a/x.c\t2024-01-01 ..." carries a timestamp
-	}
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "a/") || strings.HasPrefix(s, "b/") {
-		s = s[2:]
-	}
-	return s
-}
-
-func normalizeProgram(s string) string {
-	var sb strings.Builder
-	for line := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
-		l := normalizeSpace(line)
-		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "//") {
-			continue
-		}
-		sb.WriteString(l + "\n")
-	}
-	return sb.String()
-}
-
 // judgeChain asks its judges in order.
 type judgeChain struct {
 	judges []Judge
@@ -212,9 +90,12 @@ type judgeChain struct {
 // decision is the outcome of judging one execution.
 type decision struct {
 	compiles bool
-	correct  bool
-	judge    string // who decided
+	verdict  Verdict // Correct, Wrong or Unsure
+	judge    string  // who decided
 }
+
+// solved reports whether the node is a leaf because it was judged correct.
+func (d decision) solved() bool { return d.verdict == Correct }
 
 // decide judges a normal execution. A candidate that does not compile is
 // neither judged nor correct. With the tests gate, a candidate failing a
@@ -222,9 +103,9 @@ type decision struct {
 // does not abstain decides, and the tests decide when all abstain.
 func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.Execution) (decision, error) {
 	if ex.Status == topics.StatusCompileError {
-		return decision{judge: JudgeTests}, nil
+		return decision{verdict: Wrong, judge: JudgeTests}, nil
 	}
-	d := decision{compiles: true, judge: JudgeTests}
+	d := decision{compiles: true, verdict: Wrong, judge: JudgeTests}
 	if c.gate && !testsPassed(ex) {
 		return d, nil
 	}
@@ -237,12 +118,15 @@ func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.E
 			}
 			return d, err
 		}
-		if v != Abstain {
-			d.correct, d.judge = v == Correct, j.Name()
+		switch v {
+		case Correct, Wrong, Unsure:
+			d.verdict, d.judge = v, j.Name()
 			return d, nil
 		}
 	}
-	d.correct = testsPassed(ex)
+	if testsPassed(ex) {
+		d.verdict = Correct
+	}
 	return d, nil
 }
 
@@ -263,11 +147,15 @@ func policyOf(spec topics.TreeSpec, task *topics.Task, def string) string {
 //   - pass_rate: tests passed / tests total (1 for a passing execution
 //     without counted tests); the semantic judges do not change it, they
 //     decide only whether the node is solved;
-//   - binary: 1 when judged correct, else 0;
+//   - binary: 1 when judged correct, else 0 (unsure included);
 //   - tiered: Tiers.NoCompile when it does not compile or parse,
-//     Tiers.Correct when judged correct, Tiers.Wrong otherwise (it compiles
-//     and runs but is wrong, including runtime errors and its own timeouts).
-func Reward(policy string, tiers Tiers, ex *topics.Execution, compiles, correct bool) (float64, error) {
+//     Tiers.Correct when judged correct, Tiers.Unsure when the judge was
+//     unsure, Tiers.Wrong otherwise (it compiles and runs but is wrong,
+//     including runtime errors and its own timeouts).
+//
+// verdict is the judge chain's decision: Correct, Wrong or Unsure (Abstain
+// counts as Wrong).
+func Reward(policy string, tiers Tiers, ex *topics.Execution, compiles bool, verdict Verdict) (float64, error) {
 	switch policy {
 	case topics.RewardPassRate:
 		if ex.TestsTotal > 0 {
@@ -278,7 +166,7 @@ func Reward(policy string, tiers Tiers, ex *topics.Execution, compiles, correct 
 		}
 		return 0, nil
 	case topics.RewardBinary:
-		if correct {
+		if verdict == Correct {
 			return 1, nil
 		}
 		return 0, nil
@@ -286,8 +174,10 @@ func Reward(policy string, tiers Tiers, ex *topics.Execution, compiles, correct 
 		switch {
 		case !compiles:
 			return tiers.NoCompile, nil
-		case correct:
+		case verdict == Correct:
 			return tiers.Correct, nil
+		case verdict == Unsure:
+			return tiers.Unsure, nil
 		}
 		return tiers.Wrong, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/murphy-rl/murphy/topics"
@@ -306,4 +307,63 @@ func fmtAny(v any) string {
 		}
 		return ""
 	}
+}
+
+// normalizeDiff is the normal form of a unified diff used to spot no-op
+// edits: per file (a/ b/ prefixes dropped, files in path order), the
+// sequence of removed and added lines with white space collapsed; hunk
+// headers, line numbers, context lines and blank added/removed lines are
+// ignored.
+func normalizeDiff(s string) string {
+	type fileChange struct {
+		path  string
+		lines []string
+	}
+	var files []*fileChange
+	var cur *fileChange
+	oldPath := ""
+	for line := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "--- "):
+			oldPath = diffPath(line[4:])
+		case strings.HasPrefix(line, "+++ "):
+			p := diffPath(line[4:])
+			if p == "/dev/null" {
+				p = oldPath
+			}
+			cur = &fileChange{path: p}
+			files = append(files, cur)
+		case strings.HasPrefix(line, "@@"), strings.HasPrefix(line, "diff "), strings.HasPrefix(line, "index "),
+			strings.HasPrefix(line, `\ No newline`):
+		case cur != nil && (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")):
+			body := normalizeSpace(line[1:])
+			if body == "" {
+				continue // blank lines added or removed do not change meaning
+			}
+			cur.lines = append(cur.lines, line[:1]+body)
+		}
+	}
+	sort.SliceStable(files, func(i, j int) bool { return files[i].path < files[j].path })
+	var sb strings.Builder
+	for _, f := range files {
+		if len(f.lines) == 0 {
+			continue
+		}
+		sb.WriteString("F " + f.path + "\n")
+		for _, l := range f.lines {
+			sb.WriteString(l + "\n")
+		}
+	}
+	return sb.String()
+}
+
+func diffPath(s string) string {
+	if i := strings.IndexByte(s, '\t'); i >= 0 {
+		s = s[:i] // "--- a/x.c\t2024-01-01 ..." carries a timestamp
+	}
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "a/") || strings.HasPrefix(s, "b/") {
+		s = s[2:]
+	}
+	return s
 }

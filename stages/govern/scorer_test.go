@@ -166,7 +166,8 @@ func TestScorerFailure(t *testing.T) {
 	for _, mode := range []string{ScorerFailureMask, ScorerFailureUnscored} {
 		cfg := DefaultConfig()
 		cfg.ScorerFailure = mode
-		res, err := newGovernor(t, cfg, WithScorer(failingScorer{})).Govern(context.Background(), execution(failing(1)), tasksWith(testTask()))
+		multiStep := trajectory(toolCall("read_file", map[string]any{"path": "a.py"}), toolCall("run", map[string]any{"command": "pytest"}))
+		res, err := newGovernor(t, cfg, WithScorer(failingScorer{})).Govern(context.Background(), execution(failing(1), multiStep), tasksWith(testTask()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,5 +241,106 @@ func TestAlignSteps(t *testing.T) {
 	steps, ok = alignSteps(&ex.Candidate)
 	if !ok || steps[0].Action == nil || steps[0].Action.Tool != "view" || steps[0].Action.Args["path"] != "b.py" {
 		t.Fatalf("function call not parsed: %+v", steps[0].Action)
+	}
+}
+
+// countingScorer gives every step the same score and counts its calls.
+type countingScorer struct {
+	score float32
+	calls *int
+}
+
+func (countingScorer) Name() string { return "counting" }
+func (s countingScorer) Score(_ context.Context, _ *topics.Task, _ *topics.Execution, steps []Step, _ bool) ([]float32, error) {
+	*s.calls++
+	return slices.Repeat([]float32{s.score}, len(steps)), nil
+}
+
+// TestScoresOnlyForCompiledTrajectories: process scores apply to train
+// samples whose program compiled/parsed; a compile error keeps uniform
+// weights and no scores, and its scorer is never asked (so it cannot fail
+// either).
+func TestScoresOnlyForCompiledTrajectories(t *testing.T) {
+	calls := []map[string]any{
+		toolCall("read_file", map[string]any{"path": "a.py"}),
+		toolCall("read_file", map[string]any{"path": "a.py"}),
+		toolCall("str_replace", map[string]any{"path": "a.py", "old_str": "a - b", "new_str": "a + b"}),
+	}
+	ones := slices.Repeat([]float32{1}, 30)
+	cfg := DefaultConfig()
+	cfg.Scorer = ScorerHeuristic
+	g := newGovernor(t, cfg)
+	res, err := g.Govern(context.Background(), execution(status(topics.StatusCompileError), trajectory(calls...)), tasksWith(testTask()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sample; s.FailureCause != CauseCompileError || s.StepScores != nil || !slices.Equal(s.LossWeights, ones) {
+		t.Fatalf("compile error: cause %s scores %v weights %v", s.FailureCause, s.StepScores, s.LossWeights)
+	}
+	// The same trajectory compiled (a runtime error) is scored.
+	res, err = g.Govern(context.Background(), execution(status(topics.StatusRuntimeError), trajectory(calls...)), tasksWith(testTask()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sample; !slices.Equal(s.StepScores, []float32{1, 0.2, 1}) || s.LossWeights[10] != 0.2 {
+		t.Fatalf("runtime error: scores %v weights %v", s.StepScores, s.LossWeights)
+	}
+	// A failing scorer is not asked about a compile error.
+	res, err = newGovernor(t, DefaultConfig(), WithScorer(failingScorer{})).Govern(context.Background(),
+		execution(status(topics.StatusCompileError), trajectory(calls...)), tasksWith(testTask()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sample; s.FailureCause != CauseCompileError || s.Route != topics.RouteTrain || !slices.Equal(s.LossWeights, ones) || res.Refinement == nil {
+		t.Fatalf("compile error with a failing scorer: cause %s route %s", s.FailureCause, s.Route)
+	}
+}
+
+// TestSingleStepResponsesUnscored: a response without step boundaries gets
+// weight 1 everywhere and no scores; the scorer is not asked.
+func TestSingleStepResponsesUnscored(t *testing.T) {
+	n := 0
+	res, err := newGovernor(t, DefaultConfig(), WithScorer(countingScorer{score: 0.3, calls: &n})).Govern(context.Background(),
+		execution(failing(1)), tasksWith(testTask()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sample; n != 0 || s.StepScores != nil || !slices.Equal(s.LossWeights, slices.Repeat([]float32{1}, 20)) {
+		t.Fatalf("single step: %d scorer calls, scores %v, weights %v", n, s.StepScores, s.LossWeights)
+	}
+	// Nor can a failing scorer mask it.
+	res, err = newGovernor(t, DefaultConfig(), WithScorer(failingScorer{})).Govern(context.Background(), execution(failing(1)), tasksWith(testTask()))
+	if err != nil || res.Sample.FailureCause != CauseWrongAnswer || res.Sample.Route != topics.RouteTrain {
+		t.Fatalf("single step with a failing scorer: %v cause %s", err, res.Sample.FailureCause)
+	}
+	// The heuristic scorer leaves it unscored too.
+	cfg := DefaultConfig()
+	cfg.Scorer = ScorerHeuristic
+	res, err = newGovernor(t, cfg).Govern(context.Background(), execution(failing(1)), tasksWith(testTask()))
+	if err != nil || res.Sample.StepScores != nil {
+		t.Fatalf("heuristic, single step: %v scores %v", err, res.Sample.StepScores)
+	}
+}
+
+// TestScorerWholeResponses: asked explicitly, the scorer rescales a
+// single-step response too (but still not a compile error).
+func TestScorerWholeResponses(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.ScorerWholeResponses {
+		t.Fatal("scorer_whole_responses is on by default")
+	}
+	cfg.ScorerWholeResponses = true
+	n := 0
+	g := newGovernor(t, cfg, WithScorer(countingScorer{score: 0.3, calls: &n}))
+	res, err := g.Govern(context.Background(), execution(failing(1)), tasksWith(testTask()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sample; n != 1 || !slices.Equal(s.StepScores, []float32{0.3}) || !slices.Equal(s.LossWeights, slices.Repeat([]float32{0.3}, 20)) {
+		t.Fatalf("whole response: %d calls, scores %v, weights %v", n, s.StepScores, s.LossWeights)
+	}
+	res, err = g.Govern(context.Background(), execution(status(topics.StatusCompileError)), tasksWith(testTask()))
+	if err != nil || n != 1 || res.Sample.StepScores != nil || res.Sample.LossWeights[0] != 1 {
+		t.Fatalf("compile error scored: %v calls %d scores %v", err, n, res.Sample.StepScores)
 	}
 }
