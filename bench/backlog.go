@@ -37,7 +37,7 @@ var backlogCatalog = topics.Catalog{Prefix: "backlog.", Partitions: 1}
 
 func newBacklog(c Config, ts []topics.Task) (*backlog, error) {
 	lookup := tasks.NewMemory(ts)
-	gen, err := generate.New(c.Generate, lookup, backlogCatalog, nil)
+	gen, err := generate.NewStage(c.Generate, lookup, backlogCatalog, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func newBacklog(c Config, ts []topics.Task) (*backlog, error) {
 	}
 	ec := c.Execute
 	ec.Concurrency = 1 // built sequentially; the stage's concurrency is not used
-	exec, err := execute.New(ec, NewVerdict(ts), lookup, backlogCatalog, nil)
+	exec, err := execute.NewStage(ec, NewVerdict(ts), lookup, backlogCatalog, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -74,18 +74,10 @@ type Config struct {
 	Seed int64 `yaml:"seed"`
 	// RunTimeout bounds one pipeline run.
 	RunTimeout time.Duration `yaml:"run_timeout"`
-	// Generate configures the generate stage (production defaults, except
-	// no cap on trees in flight: DefaultConfig).
-	Generate generate.Config `yaml:"generate"`
-	// Execute configures the execute stage and its sandbox pool (half the
-	// CPUs by default; see DefaultConfig).
-	Execute execute.Config `yaml:"execute"`
-	// Govern configures the govern stage.
-	Govern govern.Config `yaml:"govern"`
-	// Credit configures the credit stage.
-	Credit credit.Config `yaml:"credit"`
-	// Emit configures the emit stage (the batches topic only, no files).
-	Emit emit.Config `yaml:"emit"`
+	// Configs configures the stages: production defaults, except no cap on
+	// trees in flight for generate, half the CPUs for execute's sandbox pool
+	// and the batches topic only (no files) for emit (DefaultConfig).
+	stages.Configs `yaml:",inline,flatten,squash"`
 	// Memory configures the memory benchmark.
 	Memory MemoryConfig `yaml:"memory"`
 	// Keep leaves the benchmark topics on the broker for inspection
@@ -113,7 +105,7 @@ func (c Config) Bound(stage string) int {
 	if b := c.Memory.BoundsMB[stage]; b > 0 {
 		return b
 	}
-	return stages.MemoryBudgetMB(stage, topics.Catalog{Partitions: c.Partitions}, c.Emit.MaxBytes)
+	return stages.MemoryBudgetMB(stage, topics.Catalog{Partitions: c.Partitions}, &c.Configs)
 }
 
 // SandboxBound is the bound, in MiB, on execute's sandbox processes
@@ -173,11 +165,7 @@ func DefaultConfig() Config {
 		VerdictConcurrency:     16,
 		Seed:                   1,
 		RunTimeout:             10 * time.Minute,
-		Generate:               gen,
-		Execute:                ex,
-		Govern:                 govern.DefaultConfig(),
-		Credit:                 credit.DefaultConfig(),
-		Emit:                   em,
+		Configs:                stages.Configs{Generate: gen, Execute: ex, Govern: govern.DefaultConfig(), Credit: credit.DefaultConfig(), Emit: em},
 		Memory: MemoryConfig{
 			Trees:        10000,
 			StageTimeout: 2 * time.Minute,
@@ -212,17 +200,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("memory: trees and stage_timeout must be > 0"))
 	}
 	for stage, mb := range c.Memory.BoundsMB {
-		if !slices.Contains(stages.Names, stage) || mb < 1 {
-			errs = append(errs, fmt.Errorf("memory: bound %s=%d: stage must be one of %v, bound >= 1", stage, mb, stages.Names))
+		if !slices.Contains(stages.Names(), stage) || mb < 1 {
+			errs = append(errs, fmt.Errorf("memory: bound %s=%d: stage must be one of %v, bound >= 1", stage, mb, stages.Names()))
 		}
 	}
-	for name, err := range map[string]error{
-		"generate": c.Generate.Validate(), "execute": c.Execute.Validate(), "govern": c.Govern.Validate(),
-		"credit": c.Credit.Validate(), "emit": c.Emit.Validate(),
-	} {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
+	if err := c.Configs.Validate(stages.Names()); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bench config: %w", err)

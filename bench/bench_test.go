@@ -12,6 +12,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/tasks/builtin"
 	"github.com/murphy-rl/murphy/topics"
@@ -198,7 +199,7 @@ func TestMemoryTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + res.String())
-	if res.Trees != c.Memory.Trees || len(res.Stages) != len(stageIO) {
+	if res.Trees != c.Memory.Trees || len(res.Stages) != len(stages.All()) {
 		t.Fatalf("backlog %d trees (want %d), %d stages measured", res.Trees, c.Memory.Trees, len(res.Stages))
 	}
 	// The backlog is consistent: one candidate, execution and sample per

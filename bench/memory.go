@@ -18,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/emit"
 	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/topics"
@@ -108,19 +109,6 @@ func (r MemoryResult) String() string {
 	return b.String()
 }
 
-// stageIO is what a stage reads and writes.
-var stageIO = []struct {
-	name   string
-	inputs []topics.Name
-	output topics.Name
-}{
-	{"generate", []topics.Name{topics.Prompts, topics.Refinements}, topics.Candidates},
-	{"execute", []topics.Name{topics.Candidates}, topics.Executions},
-	{"govern", []topics.Name{topics.Executions}, topics.Samples},
-	{"credit", []topics.Name{topics.Samples}, topics.Credited},
-	{"emit", []topics.Name{topics.Credited}, topics.Batches},
-}
-
 // Memory writes the records of at least c.Memory.Trees trees to the input
 // topics of every stage (each stage its own topics), built by the stages'
 // own handlers with the in-process verdict, then runs the five stages at
@@ -137,9 +125,9 @@ func Memory(ctx context.Context, b *Broker, c Config, ts []topics.Task, launch S
 	}
 	res := MemoryResult{Broker: b.String(), Machine: startMachine()}
 	defer res.Machine.finish()
-	cats := make([]topics.Catalog, len(stageIO))
-	for i, st := range stageIO {
-		cat, err := b.catalog(ctx, "mem-"+st.name, c.Partitions)
+	cats := make([]topics.Catalog, len(stages.All()))
+	for i, st := range stages.All() {
+		cat, err := b.catalog(ctx, "mem-"+st.Name, c.Partitions)
 		if err != nil {
 			return res, err
 		}
@@ -152,17 +140,17 @@ func Memory(ctx context.Context, b *Broker, c Config, ts []topics.Task, launch S
 	if err != nil {
 		return res, fmt.Errorf("memory: backlog: %w", err)
 	}
-	res.Stages = make([]StageMemory, len(stageIO))
-	errs := make([]error, len(stageIO))
+	res.Stages = make([]StageMemory, len(stages.All()))
+	errs := make([]error, len(stages.All()))
 	var wg sync.WaitGroup
-	for i, st := range stageIO {
+	for i, st := range stages.All() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res.Stages[i], errs[i] = stageMemory(ctx, b, c, cats[i], st.name, st.output, wants[i], launch)
+			res.Stages[i], errs[i] = stageMemory(ctx, b, c, cats[i], st.Name, st.Outputs[0], wants[i], launch)
 			res.Stages[i].Backlog = backlogs[i]
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("memory: %s: %w", st.name, errs[i])
+				errs[i] = fmt.Errorf("memory: %s: %w", st.Name, errs[i])
 			}
 		}()
 	}
@@ -221,15 +209,15 @@ func writeBacklog(ctx context.Context, b *Broker, c Config, ts []topics.Task, ca
 	if waveTrees <= 0 {
 		waveTrees = generate.DefaultConfig().MaxTreesInFlight // the production cap
 	}
-	wants, backlogs = make([]int, len(stageIO)), make([]int, len(stageIO))
+	wants, backlogs = make([]int, len(stages.All())), make([]int, len(stages.All()))
 	for lo := 0; lo < len(roots); lo += waveTrees {
 		wv, err := bl.build(ctx, roots[lo:min(lo+waveTrees, len(roots))])
 		if err != nil {
 			return nil, nil, err
 		}
-		for i, st := range stageIO {
+		for i, st := range stages.All() {
 			var msgs []kafka.Message
-			for _, in := range st.inputs {
+			for _, in := range st.Inputs {
 				for _, m := range wv[in] {
 					msgs = append(msgs, kafka.Message{Topic: cats[i].Topic(in), Key: m.Key, Value: m.Value})
 					res.Bytes += int64(len(m.Key) + len(m.Value))
@@ -238,7 +226,7 @@ func writeBacklog(ctx context.Context, b *Broker, c Config, ts []topics.Task, ca
 			backlogs[i] += len(msgs)
 			res.Records += len(msgs)
 			if err := write(msgs); err != nil {
-				return nil, nil, fmt.Errorf("write %s backlog: %w", st.name, err)
+				return nil, nil, fmt.Errorf("write %s backlog: %w", st.Name, err)
 			}
 		}
 		res.Trees += len(wv[topics.Credited])

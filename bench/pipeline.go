@@ -202,10 +202,11 @@ func addStages(ctx context.Context, rt *pipeline.Runtime, kc pipeline.KafkaConfi
 		}
 		ec.Concurrency = n
 	}
+	sc := c.Configs
+	sc.Execute = ec
 	_, err := stages.Add(ctx, stages.Wiring{
-		Runtime: rt, Kafka: kc, Catalog: cat, Lookup: func() tasks.Lookup { return lookup }, Runner: runner,
-		Generate: c.Generate, Execute: ec, Govern: c.Govern, Credit: c.Credit, Emit: c.Emit,
-	}, stages.Names)
+		Runtime: rt, Kafka: kc, Catalog: cat, Lookup: func() tasks.Lookup { return lookup }, Runner: runner, Configs: sc,
+	}, stages.Names())
 	return err
 }
 

@@ -3,19 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/stages"
-	"github.com/murphy-rl/murphy/stages/credit"
-	"github.com/murphy-rl/murphy/stages/emit"
-	"github.com/murphy-rl/murphy/stages/execute"
-	"github.com/murphy-rl/murphy/stages/generate"
-	"github.com/murphy-rl/murphy/stages/govern"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/spf13/pflag"
@@ -33,23 +26,20 @@ type Config struct {
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
 	// GC sets the process's garbage collector.
-	GC       pipeline.GCConfig `yaml:"gc"`
-	Execute  execute.Config    `yaml:"execute"`
-	Generate generate.Config   `yaml:"generate"`
-	Govern   govern.Config     `yaml:"govern"`
-	Credit   credit.Config     `yaml:"credit"`
-	Emit     emit.Config       `yaml:"emit"`
+	GC pipeline.GCConfig `yaml:"gc"`
+	// Configs holds one section per stage (generate, execute, govern,
+	// credit, emit), at the top level of the configuration.
+	stages.Configs `yaml:",inline,flatten,squash"`
 }
 
 // stageNames in dataflow order.
-var stageNames = stages.Names
+var stageNames = stages.Names()
 
 func defaultConfig() Config {
 	k := pipeline.DefaultKafkaConfig()
 	return Config{
 		Kafka: k, Topics: topics.DefaultCatalog(), TaskCache: 4096, LogLevel: "info", GC: pipeline.DefaultGCConfig(),
-		Execute: execute.DefaultConfig(), Generate: generate.DefaultConfig(), Govern: govern.DefaultConfig(),
-		Credit: credit.DefaultConfig(), Emit: emit.DefaultConfig(),
+		Configs: stages.DefaultConfigs(),
 	}
 }
 
@@ -65,49 +55,19 @@ func bindCommon(fs *pflag.FlagSet, c *Config) {
 
 // bindStage registers the flags of one stage's section.
 func bindStage(fs *pflag.FlagSet, c *Config, name string) {
-	switch name {
-	case "generate":
-		walkPrefix(fs, "generate.", &c.Generate)
-	case "execute":
-		walkPrefix(fs, "execute.", &c.Execute)
-	case "govern":
-		walkPrefix(fs, "govern.", &c.Govern)
-	case "credit":
-		walkPrefix(fs, "credit.", &c.Credit)
-	case "emit":
-		walkPrefix(fs, "emit.", &c.Emit)
+	if d, err := stages.Get(name); err == nil {
+		walkPrefix(fs, d.Name+".", d.Section(&c.Configs))
 	}
 }
 
-func (c *Config) validate(stages []string) error {
-	errs := []error{c.Kafka.Validate(), c.Topics.Validate(), c.GC.Validate()}
-	for _, s := range stages {
-		var err error
-		switch s {
-		case "generate":
-			err = c.Generate.Validate()
-		case "execute":
-			err = c.Execute.Validate()
-		case "govern":
-			err = c.Govern.Validate()
-		case "credit":
-			err = c.Credit.Validate()
-		case "emit":
-			err = c.Emit.Validate()
-		default:
-			err = fmt.Errorf("unknown stage %q (stages: %s)", s, strings.Join(stageNames, ", "))
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", s, err))
-		}
-	}
-	return errors.Join(errs...)
+func (c *Config) validate(names []string) error {
+	return errors.Join(c.Kafka.Validate(), c.Topics.Validate(), c.GC.Validate(), c.Configs.Validate(names))
 }
 
 // applyGC sets the collector of a process running the stages names and
 // says how it runs.
 func (c *Config) applyGC(names []string) string {
-	return c.GC.Apply(stages.MemoryLimitMB(names, c.Topics, c.Emit.MaxBytes))
+	return c.GC.Apply(stages.MemoryLimitMB(names, c.Topics, &c.Configs))
 }
 
 func newLogger(level string, w io.Writer) *slog.Logger {
@@ -142,8 +102,7 @@ func addStages(ctx context.Context, rt *pipeline.Runtime, cfg *Config, names []s
 		return tasks.FromTable(set.table, pipeline.ErrNotFound)
 	}
 	release, err := stages.Add(ctx, stages.Wiring{
-		Runtime: rt, Kafka: cfg.Kafka, Catalog: cfg.Topics, Lookup: lookup,
-		Generate: cfg.Generate, Execute: cfg.Execute, Govern: cfg.Govern, Credit: cfg.Credit, Emit: cfg.Emit,
+		Runtime: rt, Kafka: cfg.Kafka, Catalog: cfg.Topics, Lookup: lookup, Configs: cfg.Configs,
 	}, names)
 	set.closers = append(set.closers, release)
 	if err != nil {

@@ -33,7 +33,7 @@ func TestStageOnBroker(t *testing.T) {
 	defer table.Close()
 
 	reg := prometheus.NewRegistry()
-	st, err := New(DefaultConfig(), pool, tasks.FromTable(table, pipeline.ErrNotFound), cat, reg)
+	st, err := NewStage(DefaultConfig(), pool, tasks.FromTable(table, pipeline.ErrNotFound), cat, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

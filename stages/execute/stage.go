@@ -21,46 +21,6 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// Config configures the execute stage.
-type Config struct {
-	// Name labels metrics and the consumer group.
-	Name string `yaml:"name"`
-	// Concurrency is the number of candidates evaluated at once; 0 means
-	// one per sandbox of the pool (the pool bounds it anyway).
-	Concurrency int `yaml:"concurrency"`
-	// FeedbackBytes caps the feedback text (head+tail truncation).
-	FeedbackBytes int `yaml:"feedback_bytes"`
-	// StdioMaxTimeouts stops a stdio task's remaining cases after this many
-	// timed out (they count as timeouts); 0 runs every case.
-	StdioMaxTimeouts int `yaml:"stdio_max_timeouts"`
-	// Sandbox configures the pool the stage runs in.
-	Sandbox sandbox.Config `yaml:"sandbox"`
-}
-
-// DefaultConfig returns the defaults.
-func DefaultConfig() Config {
-	return Config{
-		Name:             "execute",
-		FeedbackBytes:    DefaultFeedbackBytes,
-		StdioMaxTimeouts: 2,
-		Sandbox:          sandbox.DefaultConfig(),
-	}
-}
-
-// Validate checks the configuration.
-func (c Config) Validate() error {
-	if c.Name == "" {
-		return errors.New("execute: name is required")
-	}
-	if c.Concurrency < 0 || c.StdioMaxTimeouts < 0 {
-		return errors.New("execute: concurrency and stdio_max_timeouts must be >= 0")
-	}
-	if c.FeedbackBytes < 128 {
-		return fmt.Errorf("execute: feedback_bytes %d < 128", c.FeedbackBytes)
-	}
-	return c.Sandbox.Validate()
-}
-
 // Stage is the execute stage.
 type Stage struct {
 	cfg     Config
@@ -72,11 +32,11 @@ type Stage struct {
 	now     func() time.Time
 }
 
-// New builds the stage over a runner (a running *sandbox.Pool in
+// NewStage builds the stage over a runner (a running *sandbox.Pool in
 // production; a benchmark may pass another sandbox.Runner) and a task
 // lookup. reg may be nil (no metrics). Without a pool, cfg.Concurrency must
 // say how many candidates are evaluated at once.
-func New(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+func NewStage(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -157,59 +117,3 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 	}
 	return []pipeline.Out{{Topic: s.cat.Topic(topics.Executions), Key: c.TreeID, Value: b}}, nil
 }
-
-// Metrics are the stage's Prometheus metrics.
-type Metrics struct {
-	// Executions counts execution records by status; its rate is
-	// executions/s.
-	Executions *prometheus.CounterVec
-	// Duration is the time to evaluate one candidate.
-	Duration prometheus.Histogram
-	// Saturation is the fraction of the pool's sandboxes busy.
-	Saturation prometheus.GaugeFunc
-	// Restarts counts sandboxes replaced after a failure.
-	Restarts prometheus.CounterFunc
-}
-
-// NewMetrics registers the metrics on reg (nil = unregistered). The pool
-// gauges read pool; without one (nil) they stay zero.
-func NewMetrics(reg prometheus.Registerer, stage string, pool *sandbox.Pool) (*Metrics, error) {
-	labels := prometheus.Labels{"stage": stage}
-	m := &Metrics{
-		Executions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "murphy_execute_executions_total", Help: "Execution records produced, by status.", ConstLabels: labels,
-		}, []string{"status"}),
-		Duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "murphy_execute_duration_seconds", Help: "Time to evaluate one candidate.", ConstLabels: labels,
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
-		}),
-		Saturation: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "murphy_execute_pool_saturation", Help: "Fraction of sandboxes busy.", ConstLabels: labels,
-		}, func() float64 {
-			if pool == nil || pool.Size() == 0 {
-				return 0
-			}
-			return float64(pool.Busy()) / float64(pool.Size())
-		}),
-		Restarts: prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "murphy_execute_sandbox_restarts_total", Help: "Sandboxes replaced after a failure.", ConstLabels: labels,
-		}, func() float64 {
-			if pool == nil {
-				return 0
-			}
-			return float64(pool.Stats().Restarts)
-		}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Executions, m.Duration, m.Saturation, m.Restarts} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("execute: metrics: %w", err)
-			}
-		}
-	}
-	return m, nil
-}
-
-func (m *Metrics) count(status string) { m.Executions.WithLabelValues(status).Inc() }
-
-func (m *Metrics) observe(d time.Duration) { m.Duration.Observe(d.Seconds()) }

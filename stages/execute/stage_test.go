@@ -40,7 +40,7 @@ func TestStageHandle(t *testing.T) {
 	task := fnTask(8000)
 	reg := prometheus.NewRegistry()
 	cat := topics.DefaultCatalog()
-	st, err := New(DefaultConfig(), pool, tasks.NewMemory([]topics.Task{task}), cat, reg)
+	st, err := NewStage(DefaultConfig(), pool, tasks.NewMemory([]topics.Task{task}), cat, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestStageHandle(t *testing.T) {
 			t.Errorf("metric %s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
-	if _, err := New(DefaultConfig(), pool, tasks.NewMemory(nil), cat, reg); err == nil {
+	if _, err := NewStage(DefaultConfig(), pool, tasks.NewMemory(nil), cat, reg); err == nil {
 		t.Error("registering the metrics twice must fail")
 	}
 }

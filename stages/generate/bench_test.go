@@ -21,7 +21,7 @@ func BenchmarkHandlePrompt(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.InstanceID = "bench"
 	cfg.MaxTreesInFlight = 0
-	s, err := New(cfg, tasks.NewMemory(testTasks()), testCatalog(), prometheus.NewRegistry())
+	s, err := NewStage(cfg, tasks.NewMemory(testTasks()), testCatalog(), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func BenchmarkStageOnKafka(b *testing.B) {
 
 	// Baseline: produce and read back want candidate-sized records.
 	cat := pipelinetest.Catalog(b, brokers, 4)
-	sample, _ := New(DefaultConfig(), tasks.NewMemory(ts), cat, nil)
+	sample, _ := NewStage(DefaultConfig(), tasks.NewMemory(ts), cat, nil)
 	sc := DefaultSubmitConfig()
 	sc.GroupSize = g
 	p := RootPrompts(sc, &ts[0], time.Now())[0]

@@ -250,7 +250,7 @@ func runStage(t testing.TB, ctx context.Context, brokers []string, cat topics.Ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(cfg, lookup, cat, reg)
+	s, err := NewStage(cfg, lookup, cat, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

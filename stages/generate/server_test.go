@@ -32,7 +32,7 @@ func TestOpenAIPolicyOutageMidRun(t *testing.T) {
 	oc.Client.MaxRetries = 2
 	oc.Client.BackoffInitial, oc.Client.BackoffMax = 10*time.Millisecond, 20*time.Millisecond
 	oc.Client.Timeout = 20 * time.Second
-	s, err := New(cfg, nil, testCatalog(), prometheus.NewRegistry())
+	s, err := NewStage(cfg, nil, testCatalog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

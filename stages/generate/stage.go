@@ -32,8 +32,8 @@ type Stage struct {
 	instance string
 }
 
-// New builds the policy cfg.Policy selects and the stage around it.
-func New(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+// NewStage builds the policy cfg.Policy selects and the stage around it.
+func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -41,13 +41,13 @@ func New(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Regis
 	if err != nil {
 		return nil, err
 	}
-	return NewStage(cfg, pol, lookup, cat, reg)
+	return NewStageWithPolicy(cfg, pol, lookup, cat, reg)
 }
 
-// NewStage builds the stage around pol; cfg.Policy is ignored. lookup may
+// NewStageWithPolicy builds the stage around pol; cfg.Policy is ignored. lookup may
 // be nil when pol does not need tasks. Metrics are registered on reg (nil:
 // not registered).
-func NewStage(cfg Config, pol policy.Policy, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
 	if pol == nil {
 		return nil, errors.New("generate: no policy")
 	}

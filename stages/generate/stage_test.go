@@ -46,7 +46,7 @@ func newSimStage(t *testing.T, mut func(*Config), seed int64) *Stage {
 	if mut != nil {
 		mut(&cfg)
 	}
-	s, err := New(cfg, tasks.NewMemory(testTasks()), testCatalog(), prometheus.NewRegistry())
+	s, err := NewStage(cfg, tasks.NewMemory(testTasks()), testCatalog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestDeadServerEmitsInfraChildren(t *testing.T) {
 	cfg.Policy.OpenAI.Client.MaxRetries = 2
 	cfg.Policy.OpenAI.Client.BackoffInitial = time.Millisecond
 	cfg.Policy.OpenAI.Client.BackoffMax = 2 * time.Millisecond
-	s, err := New(cfg, nil, testCatalog(), prometheus.NewRegistry())
+	s, err := NewStage(cfg, nil, testCatalog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

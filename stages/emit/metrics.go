@@ -1,0 +1,53 @@
+package emit
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the emit stage's metrics.
+type Metrics struct {
+	batches      *prometheus.CounterVec
+	bytes        *prometheus.CounterVec
+	errors       *prometheus.CounterVec
+	rows         prometheus.Counter
+	trees        prometheus.Counter
+	skipped      prometheus.Counter
+	rebuilt      prometheus.Counter
+	flushSeconds prometheus.Histogram
+}
+
+// NewMetrics creates the metrics and registers them on reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	cl := prometheus.Labels{"stage": StageName}
+	m := &Metrics{
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_batches_total",
+			Help: "Batches written, by sink.", ConstLabels: cl}, []string{"sink"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_bytes_total",
+			Help: "Encoded bytes produced, by sink.", ConstLabels: cl}, []string{"sink"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_sink_errors_total",
+			Help: "Failed batch writes, by sink.", ConstLabels: cl}, []string{"sink"}),
+		rows: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rows_total",
+			Help: "Rows (responses) emitted.", ConstLabels: cl}),
+		trees: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_trees_total",
+			Help: "Credited trees emitted.", ConstLabels: cl}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_replayed_skipped_total",
+			Help: "Redelivered credited records skipped because every sink already holds them.", ConstLabels: cl}),
+		rebuilt: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rebuilt_ranges_total",
+			Help: "Batch ranges rebuilt after a restart for a sink that lacked them.", ConstLabels: cl}),
+		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_flush_seconds",
+			Help: "Time to build and write one batch.", ConstLabels: cl, Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.batches, m.bytes, m.errors, m.rows, m.trees, m.skipped, m.rebuilt, m.flushSeconds} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("emit: register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) assigned(rebuilt int) { m.rebuilt.Add(float64(rebuilt)) }

@@ -1,0 +1,48 @@
+package execute
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/murphy-rl/murphy/sandbox"
+)
+
+// Config configures the execute stage.
+type Config struct {
+	// Name labels metrics and the consumer group.
+	Name string `yaml:"name"`
+	// Concurrency is the number of candidates evaluated at once; 0 means
+	// one per sandbox of the pool (the pool bounds it anyway).
+	Concurrency int `yaml:"concurrency"`
+	// FeedbackBytes caps the feedback text (head+tail truncation).
+	FeedbackBytes int `yaml:"feedback_bytes"`
+	// StdioMaxTimeouts stops a stdio task's remaining cases after this many
+	// timed out (they count as timeouts); 0 runs every case.
+	StdioMaxTimeouts int `yaml:"stdio_max_timeouts"`
+	// Sandbox configures the pool the stage runs in.
+	Sandbox sandbox.Config `yaml:"sandbox"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Name:             "execute",
+		FeedbackBytes:    DefaultFeedbackBytes,
+		StdioMaxTimeouts: 2,
+		Sandbox:          sandbox.DefaultConfig(),
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.Name == "" {
+		return errors.New("execute: name is required")
+	}
+	if c.Concurrency < 0 || c.StdioMaxTimeouts < 0 {
+		return errors.New("execute: concurrency and stdio_max_timeouts must be >= 0")
+	}
+	if c.FeedbackBytes < 128 {
+		return fmt.Errorf("execute: feedback_bytes %d < 128", c.FeedbackBytes)
+	}
+	return c.Sandbox.Validate()
+}
