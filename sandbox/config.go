@@ -102,18 +102,21 @@ type Config struct {
 	// Python is the interpreter inside the sandbox; it must live under a
 	// directory that is bound read-only (/usr).
 	Python string `yaml:"python"`
-	// UIDBase and UIDCount give the range of host uids handed to workers,
+	// UIDBase is the first of the UIDCount host uids handed to workers,
 	// one per slot. A uid is locked (flock under LockDir) while a pool
 	// uses it, so pools of several processes never share one.
-	UIDBase  int `yaml:"uid_base"`
+	UIDBase int `yaml:"uid_base"`
+	// UIDCount is the number of host uids, from UIDBase on, the pool may
+	// hand to workers.
 	UIDCount int `yaml:"uid_count"`
 	// LockDir holds the uid lock files.
 	LockDir string `yaml:"lock_dir"`
 	// TmpSizeMB is the size of each sandbox's private tmpfs.
 	TmpSizeMB int `yaml:"tmp_size_mb"`
-	// HashSeed is PYTHONHASHSEED; Seed seeds `random` in every job.
-	HashSeed int   `yaml:"hash_seed"`
-	Seed     int64 `yaml:"seed"`
+	// HashSeed is PYTHONHASHSEED in every job.
+	HashSeed int `yaml:"hash_seed"`
+	// Seed seeds Python's random module in every job.
+	Seed int64 `yaml:"seed"`
 	// SlotMemoryMB caps all processes of one slot through a memory cgroup
 	// when the host lets us create one (0 = no cgroup).
 	SlotMemoryMB int `yaml:"slot_memory_mb"`

@@ -47,8 +47,13 @@ const DefaultMaxMessageBytes = 64 << 20
 
 // Catalog resolves catalog names to concrete topic names and specs.
 type Catalog struct {
-	Prefix     string `yaml:"prefix"`
-	Partitions int    `yaml:"partitions"`
+	// Prefix is prepended to every catalog name to make the topic name
+	// (prefix "murphy." gives murphy.prompts, murphy.samples, ...).
+	Prefix string `yaml:"prefix"`
+	// Partitions is the partition count of the topics murphy creates (a
+	// topic that already exists keeps its own); the unit of parallelism of
+	// every stage.
+	Partitions int `yaml:"partitions"`
 }
 
 // DefaultCatalog is the catalog used when nothing is configured.

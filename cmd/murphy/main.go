@@ -42,6 +42,7 @@ func newRootCmd() *cobra.Command {
 		newSubmitCmd(),
 		newBenchCmd(),
 	)
+	setupFlags(root)
 	return root
 }
 

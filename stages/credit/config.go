@@ -72,11 +72,12 @@ type Config struct {
 	// IntrapK keeps the k members of each group with the largest reward
 	// variance among themselves (0 = off).
 	IntrapK int `yaml:"intrap_k"`
-	// InterpM keeps the m groups of a tree with the largest within-group
-	// reward variance (0 = no count limit).
+	// InterpM keeps the m refinement groups of a tree with the largest
+	// within-group reward variance; the root group is always kept (0 = no
+	// count limit).
 	InterpM int `yaml:"interp_m"`
-	// InterpThreshold keeps only groups whose within-group reward variance is
-	// at least this value (0 = no threshold).
+	// InterpThreshold keeps only refinement groups whose within-group reward
+	// variance is at least this value (0 = no threshold).
 	InterpThreshold float64 `yaml:"interp_threshold"`
 	// DropZeroSignal drops the members of groups whose advantages are all zero.
 	DropZeroSignal bool `yaml:"drop_zero_signal"`
