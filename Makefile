@@ -1,5 +1,10 @@
-# The two commands of the README's quick start.
+# The two commands of the README's quick start, and the build.
 .PHONY: run test build
+
+# The version `murphy version` prints: the closest tag, the commit and
+# whether the tree is dirty; "dev" outside a git checkout. Override with
+# make build VERSION=v1.2.3.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Every stage in one process on the embedded broker, the simulated policy and
 # the built-in tasks; Arrow files land in out/. Installs bubblewrap (the
@@ -12,5 +17,6 @@ run:
 test:
 	scripts/test.sh
 
+# bin/murphy, with the version linked in (main.version).
 build:
-	go build -o murphy ./cmd/murphy
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/murphy ./cmd/murphy

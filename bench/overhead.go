@@ -39,7 +39,7 @@ type OverheadResult struct {
 // as a plain kafka-go program runs. It is also the faster one for it here:
 // the raw side runs with every record of the run in memory (its plan), and
 // with the stages' target of 300 its heap grows several times larger and
-// the raw loops ran at about two thirds of the speed.
+// the raw loops run slower.
 const RawGCPercent = 100
 
 // Ratio is pipeline samples/s over raw samples/s.
@@ -121,15 +121,15 @@ func Overhead(ctx context.Context, b *Broker, c Config, ts []topics.Task, logw i
 // like a fresh process that has only its own live data: without it a run
 // after another inherited the other's heap, either a collector target set
 // by the previous run's plan (no collection for gigabytes, every page new
-// to the process) or pages already mapped (none new), and runs of a series
-// differed from the first by a fifth.
+// to the process) or pages already mapped (none new), and the later runs
+// of a series did not measure like the first.
 func freshHeap() {
 	debug.FreeOSMemory() // a full collection, then the free memory returned
 }
 
 // OverheadSeries is several overhead runs one after the other: the
-// machine's state moves a single run's figures by a fifth either way, so
-// the series' figure is the median of its runs' ratios.
+// machine's state moves a single run's figures (BENCHMARKS.md), so the
+// series' figure is the median of its runs' ratios.
 type OverheadSeries []OverheadResult
 
 // Ratio is the median of the runs' ratios (0 for no run).

@@ -11,8 +11,8 @@ import (
 // allocates about a record's worth of memory for every record it decodes
 // and encodes and keeps little of it alive, so with Go's default target
 // (GOGC=100, a collection each time the heap doubles its live part) it
-// collects often: the pipeline spent about a fifth more CPU per sample at
-// 100 than at 300 (BENCHMARKS.md). A higher target collects less often;
+// collects often, and the pipeline spends more CPU per sample at 100 than
+// at 300 (BENCHMARKS.md, "Memory"). A higher target collects less often;
 // the soft memory limit keeps that from taking the process past its memory
 // budget.
 type GCConfig struct {
