@@ -36,7 +36,9 @@ type Limits struct {
 // DefaultLimits are generous enough for HumanEval/MBPP/LiveCodeBench tasks
 // on a loaded two-core machine. CPU time decides a busy program's timeout,
 // so the verdict does not depend on how loaded the machine is; the wall
-// limit, twice as long, only catches programs that sleep or block.
+// limit, twice as long, only catches programs that sleep or block (time a
+// job waits for a free CPU does not count against it, up to five wall
+// limits in all).
 func DefaultLimits() Limits {
 	return Limits{
 		Wall:        20 * time.Second,

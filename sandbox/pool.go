@@ -220,8 +220,8 @@ func (p *Pool) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
 		// Idle slots are stopped now, busy ones when their job returns
-		// (its wall limit bounds the wait).
-		deadline := time.After(p.cfg.Limits.Wall + time.Minute)
+		// (maxWallFactor wall limits bound the wait).
+		deadline := time.After(maxWallFactor*p.cfg.Limits.Wall + time.Minute)
 		for range len(p.all) {
 			select {
 			case ps := <-p.idle:

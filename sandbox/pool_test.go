@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testPool starts a small pool, skipping when the host cannot sandbox.
@@ -262,5 +264,44 @@ func TestArgumentsCallingTheProgram(t *testing.T) {
 	}
 	if res.SandboxError != "" || res.Tests[0].Passed || res.Tests[0].Err == nil || res.Tests[0].Err.Type != "ValueError" || !res.Tests[1].Passed {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// TestWallLimitDiscountsWaitingForCPU: on a loaded host a busy program
+// keeps the CPU limit's verdict. A job that needs 0.6 s of CPU runs next to
+// three busy loops on its slot's CPU (its cgroup gets about half of it)
+// with a 0.8 s wall limit: the time it waited for the CPU does not count,
+// so it passes; a job that sleeps still meets the wall limit.
+func TestWallLimitDiscountsWaitingForCPU(t *testing.T) {
+	p := testPool(t, 1)
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	cpu := 0
+	for !all.IsSet(cpu) {
+		cpu++
+	}
+	for range 3 {
+		hog := exec.Command("taskset", "-c", strconv.Itoa(cpu), "sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Skipf("taskset: %v", err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+	}
+	busy := "import time\ndef f(x):\n    t = time.process_time()\n    while time.process_time() - t < 0.6:\n        pass\n    return x\n"
+	res := run(t, p, &Job{Mode: ModeFunction, Code: busy, EntryPoint: "f",
+		Tests:  []Test{{Kind: TestValue, Args: "1", Expected: "1"}},
+		Limits: Limits{CPU: 3 * time.Second, Wall: 800 * time.Millisecond}})
+	if res.SandboxError != "" || res.TimedOut || !res.Tests[0].Passed {
+		t.Fatalf("busy job on a loaded CPU: timed out %v after %v wall, %v CPU (%+v)", res.TimedOut, res.Wall, res.CPU, res.Tests)
+	}
+	t.Logf("busy job: %v wall, %v CPU", res.Wall, res.CPU)
+	sleepy := "import time\ndef f(x):\n    time.sleep(5)\n    return x\n"
+	res = run(t, p, &Job{Mode: ModeFunction, Code: sleepy, EntryPoint: "f",
+		Tests:  []Test{{Kind: TestValue, Args: "1", Expected: "1"}},
+		Limits: Limits{CPU: 3 * time.Second, Wall: 800 * time.Millisecond}})
+	if !res.TimedOut || res.Tests[0].Passed || res.Wall > 4*time.Second {
+		t.Fatalf("sleeping job: timed out %v after %v (%+v)", res.TimedOut, res.Wall, res.Tests)
 	}
 }

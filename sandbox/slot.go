@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -136,6 +137,46 @@ func seccompFile() (*os.File, error) {
 		return nil, fmt.Errorf("sandbox: seccomp program: %w", err)
 	}
 	return r, nil
+}
+
+// maxWallFactor bounds how far waiting for a CPU may stretch a job's wall
+// limit: a job is killed after this many wall limits whatever it waited.
+const maxWallFactor = 5
+
+// runWait is how long the slot's processes (every thread of each) have
+// waited on a run queue so far: the run_delay of /proc/PID/task/TID/schedstat,
+// time they were ready to run while no CPU was free. False without a cgroup
+// to list the processes or without schedstat. Processes that exited take
+// their share with them, so the sum can only undercount.
+func (s *slot) runWait() (time.Duration, bool) {
+	if s.pids == nil {
+		return 0, false
+	}
+	pids, ok := s.pids()
+	if !ok {
+		return 0, false
+	}
+	var sum time.Duration
+	seen := false
+	for _, pid := range pids {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(b)); len(f) >= 2 {
+				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					sum += time.Duration(n)
+					seen = true
+				}
+			}
+		}
+	}
+	return sum, seen
 }
 
 // startSlot starts a worker and its judge and waits until both are ready.
@@ -584,6 +625,13 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		left := lim.CPU - used
 		return min(max(left/time.Duration(runtime.NumCPU()), time.Millisecond), 100*time.Millisecond)
 	}
+	// The wall limit catches programs that sleep or block. Time the job's
+	// processes spent ready to run while the machine had no CPU for them
+	// (a loaded host) does not count against it, so a busy program's
+	// verdict stays the CPU limit's, up to maxWall in all.
+	wallStart := time.Now()
+	waitBase, haveWait := s.runWait()
+	maxWall := maxWallFactor * lim.Wall
 	wallTimer := time.NewTimer(lim.Wall)
 	defer wallTimer.Stop()
 	wall = wallTimer.C
@@ -647,6 +695,15 @@ wait:
 			}
 			cpuTick.Reset(nextTick(used - cpuBase))
 		case <-wall:
+			if haveWait && !killed {
+				elapsed := time.Since(wallStart)
+				if waited, ok := s.runWait(); ok && elapsed < maxWall {
+					if left := lim.Wall - (elapsed - max(waited-waitBase, 0)); left > time.Millisecond {
+						wallTimer.Reset(min(left, maxWall-elapsed))
+						continue
+					}
+				}
+			}
 			doKill("wall")
 		case why := <-kill:
 			doKill(why)
