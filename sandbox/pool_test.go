@@ -271,7 +271,8 @@ func TestArgumentsCallingTheProgram(t *testing.T) {
 // keeps the CPU limit's verdict. A job that needs 0.6 s of CPU runs next to
 // three busy loops on its slot's CPU (its cgroup gets about half of it)
 // with a 0.8 s wall limit: the time it waited for the CPU does not count,
-// so it passes; a job that sleeps still meets the wall limit.
+// so it passes; a job that sleeps still meets the wall limit, even while a
+// child it forked waits for the CPU.
 func TestWallLimitDiscountsWaitingForCPU(t *testing.T) {
 	p := testPool(t, 1)
 	var all unix.CPUSet
@@ -303,5 +304,14 @@ func TestWallLimitDiscountsWaitingForCPU(t *testing.T) {
 		Limits: Limits{CPU: 3 * time.Second, Wall: 800 * time.Millisecond}})
 	if !res.TimedOut || res.Tests[0].Passed || res.Wall > 4*time.Second {
 		t.Fatalf("sleeping job: timed out %v after %v (%+v)", res.TimedOut, res.Wall, res.Tests)
+	}
+	// Only the main process's waiting counts: a child that burns CPU (and
+	// waits for it) does not stretch the wall limit of a main that sleeps.
+	daemon := "import os, time\ndef f(x):\n    if os.fork() == 0:\n        while True:\n            pass\n    time.sleep(5)\n    return x\n"
+	res = run(t, p, &Job{Mode: ModeFunction, Code: daemon, EntryPoint: "f",
+		Tests:  []Test{{Kind: TestValue, Args: "1", Expected: "1"}},
+		Limits: Limits{CPU: 30 * time.Second, Wall: 800 * time.Millisecond}})
+	if !res.TimedOut || res.Tests[0].Passed || res.Wall > 2*time.Second {
+		t.Fatalf("sleeping job with a busy child: timed out %v after %v (%+v)", res.TimedOut, res.Wall, res.Tests)
 	}
 }

@@ -143,11 +143,13 @@ func seccompFile() (*os.File, error) {
 // limit: a job is killed after this many wall limits whatever it waited.
 const maxWallFactor = 5
 
-// runWait is how long the slot's processes (every thread of each) have
-// waited on a run queue so far: the run_delay of /proc/PID/task/TID/schedstat,
-// time they were ready to run while no CPU was free. False without a cgroup
-// to list the processes or without schedstat. Processes that exited take
-// their share with them, so the sum can only undercount.
+// runWait is how long the job's main process (every thread of it: the
+// slot's process of the job's uid whose parent is not the job's; forked
+// for the job, so it starts at zero) has waited on a run queue so far: the run_delay of /proc/PID/task/TID/schedstat,
+// time it was ready to run while no CPU was free. Only the main process
+// counts: the job's answers wait on it, and a child it forked that waits
+// for a CPU must not stretch the wall limit of a main process that sleeps.
+// False without a cgroup to list the processes or without schedstat.
 func (s *slot) runWait() (time.Duration, bool) {
 	if s.pids == nil {
 		return 0, false
@@ -156,9 +158,18 @@ func (s *slot) runWait() (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
+	job := map[int]int{} // pid -> ppid of the job's processes
+	for _, pid := range pids {
+		if uid, ppid, ok := procOwner(pid); ok && uid == s.uid {
+			job[pid] = ppid
+		}
+	}
 	var sum time.Duration
 	seen := false
-	for _, pid := range pids {
+	for pid, ppid := range job {
+		if _, child := job[ppid]; child {
+			continue
+		}
 		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		if err != nil {
 			continue
@@ -177,6 +188,27 @@ func (s *slot) runWait() (time.Duration, bool) {
 		}
 	}
 	return sum, seen
+}
+
+// procOwner reads a process's real uid and parent pid from /proc.
+func procOwner(pid int) (uid, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	var haveUID, havePPID bool
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "PPid:":
+			ppid, err = strconv.Atoi(f[1])
+			havePPID = err == nil
+		case len(f) >= 2 && f[0] == "Uid:":
+			uid, err = strconv.Atoi(f[1])
+			haveUID = err == nil
+		}
+	}
+	return uid, ppid, haveUID && havePPID
 }
 
 // startSlot starts a worker and its judge and waits until both are ready.
@@ -630,7 +662,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	// (a loaded host) does not count against it, so a busy program's
 	// verdict stays the CPU limit's, up to maxWall in all.
 	wallStart := time.Now()
-	waitBase, haveWait := s.runWait()
+	haveWait := s.pids != nil
 	maxWall := maxWallFactor * lim.Wall
 	wallTimer := time.NewTimer(lim.Wall)
 	defer wallTimer.Stop()
@@ -698,7 +730,7 @@ wait:
 			if haveWait && !killed {
 				elapsed := time.Since(wallStart)
 				if waited, ok := s.runWait(); ok && elapsed < maxWall {
-					if left := lim.Wall - (elapsed - max(waited-waitBase, 0)); left > time.Millisecond {
+					if left := lim.Wall - (elapsed - waited); left > time.Millisecond {
 						wallTimer.Reset(min(left, maxWall-elapsed))
 						continue
 					}
