@@ -274,7 +274,7 @@ func (b *Broker) catalog(ctx context.Context, name string, partitions int) (topi
 func (b *Broker) deleteTopics(cats ...topics.Catalog) {
 	var names []string
 	for _, cat := range cats {
-		for _, n := range topics.All {
+		for _, n := range topics.All() {
 			names = append(names, cat.Topic(n))
 		}
 	}

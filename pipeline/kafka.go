@@ -333,8 +333,8 @@ func fromKafka(m kafka.Message) Record {
 
 // EnsureTopics creates every topic of the catalog that does not exist yet.
 func EnsureTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog) error {
-	specs := make([]topics.Spec, 0, len(topics.All))
-	for _, n := range topics.All {
+	specs := make([]topics.Spec, 0, len(topics.All()))
+	for _, n := range topics.All() {
 		specs = append(specs, cat.Spec(n))
 	}
 	return createTopics(ctx, cfg, cat, specs...)

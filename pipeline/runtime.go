@@ -136,6 +136,9 @@ func (rt *Runtime) OrderedProducer() Producer {
 // Registry is where stages register their metrics.
 func (rt *Runtime) Registry() *prometheus.Registry { return rt.reg }
 
+// Logger is the runtime's logger, for the stages it runs.
+func (rt *Runtime) Logger() *slog.Logger { return rt.log }
+
 // Metrics are the runtime's metrics.
 func (rt *Runtime) Metrics() *Metrics { return rt.metrics }
 

@@ -23,11 +23,14 @@ const (
 	WrongName       Mutation = "wrong_name"        // a misspelt builtin or function name
 )
 
-// PlausibleMutations are the mutants that still parse.
-var PlausibleMutations = []Mutation{OffByOne, WrongOperator, MissingEdgeCase, WrongReturn}
+// PlausibleMutations are the mutants that still parse (a fresh slice).
+func PlausibleMutations() []Mutation {
+	return []Mutation{OffByOne, WrongOperator, MissingEdgeCase, WrongReturn}
+}
 
-// BrokenMutations are the mutants that do not compile or fail on a name.
-var BrokenMutations = []Mutation{SyntaxError, WrongName}
+// BrokenMutations are the mutants that do not compile or fail on a name (a
+// fresh slice).
+func BrokenMutations() []Mutation { return []Mutation{SyntaxError, WrongName} }
 
 // srcLine is one line of a program with what mutation needs to know.
 type srcLine struct {

@@ -122,7 +122,7 @@ def below_zero(operations: List[int]) -> bool:
 
 func TestMutations(t *testing.T) {
 	docstring := `""" Detect if balance falls below zero. "a < b" stays.`
-	for _, m := range append(append([]Mutation{}, PlausibleMutations...), BrokenMutations...) {
+	for _, m := range append(PlausibleMutations(), BrokenMutations()...) {
 		t.Run(string(m), func(t *testing.T) {
 			seen := map[string]bool{}
 			shared := newMutator() // its remembered analysis gives what a fresh one does

@@ -187,9 +187,9 @@ func (s *Simulated) choose(p *topics.Prompt, task *topics.Task, nodeID string, f
 		o.Reference = true
 		return o, ref
 	}
-	family := PlausibleMutations
+	family := PlausibleMutations()
 	if r.Float64() < s.cfg.PBroken {
-		family = BrokenMutations
+		family = BrokenMutations()
 	}
 	for _, k := range r.Perm(len(family)) {
 		if code, ok := s.mut.mutate(ref, family[k], task.EntryPoint, r); ok {

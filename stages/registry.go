@@ -134,7 +134,8 @@ var descriptors = [...]Descriptor{
 		Outputs: []topics.Name{topics.Credited, topics.Completions},
 		Section: func(c *Configs) Validator { return &c.Credit },
 		Build: func(_ context.Context, w Wiring) (func(), error) {
-			st, err := credit.NewStage(w.Credit, w.Runtime.OrderedProducer(), w.Catalog, w.Kafka, w.Runtime.Registry())
+			st, err := credit.NewStage(w.Credit, w.Runtime.OrderedProducer(), w.Catalog, w.Kafka, w.Runtime.Registry(),
+				credit.WithLogger(w.Runtime.Logger()))
 			if err != nil {
 				return nil, err
 			}

@@ -27,8 +27,10 @@ const (
 	DLQ         Name = "dlq"
 )
 
-// All lists every topic in dataflow order.
-var All = []Name{Tasks, Prompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ}
+// All lists every topic in dataflow order (a fresh slice).
+func All() []Name {
+	return []Name{Tasks, Prompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ}
+}
 
 // Spec describes how a topic is created.
 type Spec struct {
@@ -68,7 +70,7 @@ func (c Catalog) Lookup(topic string) (Name, bool) {
 		return "", false
 	}
 	n := Name(strings.TrimPrefix(topic, c.Prefix))
-	for _, k := range All {
+	for _, k := range All() {
 		if k == n {
 			return n, true
 		}

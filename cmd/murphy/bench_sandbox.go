@@ -30,7 +30,7 @@ func newBenchSandboxCmd() *cobra.Command {
 		Short: "Executions/s of the hardened pool against a fresh bwrap sandbox per program (target >= 4)",
 		Long: `Evaluates every task's reference --repeat times in the warm sandbox pool (as
 murphy exec does), then runs the same programs, each with its tests as one
-script, as ` + fmt.Sprint(execute.FreshCommand) + ` FILE,
+script, as ` + fmt.Sprint(execute.FreshCommand()) + ` FILE,
 as many at once as the pool has sandboxes, and prints both rates and their ratio.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

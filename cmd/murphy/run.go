@@ -126,8 +126,8 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		return &exitError{code: 2, err: err}
 	}
 	for _, name := range opt.Compare {
-		if !slices.Contains(credit.Strategies, name) {
-			return &exitError{code: 2, err: fmt.Errorf("run: --compare: unknown strategy %q (want one of %v)", name, credit.Strategies)}
+		if !slices.Contains(credit.Strategies(), name) {
+			return &exitError{code: 2, err: fmt.Errorf("run: --compare: unknown strategy %q (want one of %v)", name, credit.Strategies())}
 		}
 	}
 	ts, err := loadTasks(opt, stderr)

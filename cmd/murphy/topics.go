@@ -31,7 +31,7 @@ func newTopicsCmd() *cobra.Command {
 			if err := pipeline.EnsureTopics(ctx, cfg.Kafka, cfg.Topics); err != nil {
 				return err
 			}
-			for _, n := range topics.All {
+			for _, n := range topics.All() {
 				s := cfg.Topics.Spec(n)
 				compact := ""
 				if s.Compacted {

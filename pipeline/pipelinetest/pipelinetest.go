@@ -75,8 +75,8 @@ func Catalog(t testing.TB, brokers []string, partitions int) topics.Catalog {
 	// Delete the topics afterwards, so that a long suite (or benchmark) on one
 	// broker does not slow it down with thousands of idle partitions.
 	t.Cleanup(func() {
-		names := make([]string, 0, len(topics.All))
-		for _, n := range topics.All {
+		names := make([]string, 0, len(topics.All()))
+		for _, n := range topics.All() {
 			names = append(names, cat.Topic(n))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -19,8 +19,8 @@ const (
 	StrategyGRPOMT = "grpo-mt"
 )
 
-// Strategies lists the propagation strategies.
-var Strategies = []string{StrategyMARS, StrategyMERS, StrategyGRPOMT}
+// Strategies lists the propagation strategies (a fresh slice).
+func Strategies() []string { return []string{StrategyMARS, StrategyMERS, StrategyGRPOMT} }
 
 // Normalisers Z(v) of MERS.
 const (

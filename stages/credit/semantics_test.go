@@ -416,7 +416,7 @@ func TestCreditMatchesAnIndependentImplementation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for trial := range 1500 {
 		cfg := cfgWith(func(c *Config) {
-			c.Strategy = Strategies[trial%len(Strategies)]
+			c.Strategy = Strategies()[trial%len(Strategies())]
 			c.Advantage = []string{AdvantageStd, AdvantageNoStd, AdvantageLeaveOneOut}[(trial/3)%3]
 			c.UnbiasedStd = c.Advantage == AdvantageStd && rng.IntN(2) == 0
 			c.Z = []string{ZOne, ZRemainingTurns, ZOnePlusGamma}[rng.IntN(3)]

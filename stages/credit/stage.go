@@ -40,14 +40,22 @@ type Stage struct {
 // numbered like its samples partition and trees reach it in the order they
 // were emitted; kcfg is used to read the credited topic back on partition
 // assignment; metrics go to reg.
-func NewStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, kcfg pipeline.KafkaConfig, reg prometheus.Registerer) (*Stage, error) {
+func NewStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, kcfg pipeline.KafkaConfig, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if err := kcfg.Validate(); err != nil {
 		return nil, fmt.Errorf("credit: %w", err)
 	}
-	return newStage(cfg, prod, cat, newKafkaLog(kcfg), reg)
+	return newStage(cfg, prod, cat, newKafkaLog(kcfg), reg, opts...)
 }
 
-func newStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, log creditedLog, reg prometheus.Registerer) (*Stage, error) {
+// Option customises a Stage.
+type Option func(*Stage)
+
+// WithLogger sets the stage's logger (default: none, records are dropped).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Stage) { s.logger = l.With("stage", "credit") }
+}
+
+func newStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, log creditedLog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -61,7 +69,7 @@ func newStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, log credit
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{
+	s := &Stage{
 		cfg:         cfg,
 		cc:          cfg.CreditConfig(),
 		prod:        prod,
@@ -70,9 +78,13 @@ func newStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, log credit
 		completions: cat.Topic(topics.Completions),
 		log:         log,
 		m:           m,
-		logger:      slog.Default().With("stage", "credit"),
+		logger:      slog.New(slog.DiscardHandler),
 		now:         time.Now,
-	}, nil
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Metrics returns the stage's metrics.

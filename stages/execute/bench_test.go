@@ -13,7 +13,7 @@ import (
 //	go test ./stages/execute -run '^$' -bench HumanEvalThroughput -benchtime 1x
 func BenchmarkHumanEvalThroughput(b *testing.B) {
 	ts := humanEval(b)
-	if _, err := exec.LookPath(FreshCommand[0]); err != nil {
+	if _, err := exec.LookPath(FreshCommand()[0]); err != nil {
 		b.Skip("bubblewrap not installed")
 	}
 	pool := testPool(b, 0)

@@ -19,8 +19,10 @@ import (
 
 // FreshCommand is the baseline the warm pool is measured against: a new
 // bubblewrap sandbox and a new interpreter per program.
-var FreshCommand = []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-	"--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--clearenv", "python3"}
+func FreshCommand() []string {
+	return []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--clearenv", "python3"}
+}
 
 // ThroughputResult is one run of the sandbox throughput benchmark.
 type ThroughputResult struct {
@@ -112,7 +114,8 @@ func Throughput(ctx context.Context, ev *Evaluator, workers, repeat int, ts []to
 		return res, err
 	}
 	res.Fresh, err = each(func(i int) error {
-		cmd := exec.CommandContext(ctx, FreshCommand[0], append(FreshCommand[1:], files[i])...)
+		fresh := FreshCommand()
+		cmd := exec.CommandContext(ctx, fresh[0], append(fresh[1:], files[i])...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("fresh: %s: %v\n%s", ts[i].TaskID, err, out)
 		}

@@ -47,11 +47,13 @@ const (
 	CauseOutputLimit  = topics.StatusOutputLimit
 )
 
-// Causes lists every cause of the taxonomy.
-var Causes = []string{
-	CauseInference, CauseContextOverflow, CauseSandbox, CauseHarnessTimeout, CauseNotRun, CauseJudge, CauseScorer, CauseInfraOther,
-	CauseRepetition, CauseTruncated, CauseExcessiveSteps,
-	CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit,
+// Causes lists every cause of the taxonomy (a fresh slice).
+func Causes() []string {
+	return []string{
+		CauseInference, CauseContextOverflow, CauseSandbox, CauseHarnessTimeout, CauseNotRun, CauseJudge, CauseScorer, CauseInfraOther,
+		CauseRepetition, CauseTruncated, CauseExcessiveSteps,
+		CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit,
+	}
 }
 
 // classOf returns the class of a cause ("" when the cause is unknown).
@@ -85,7 +87,7 @@ func RouteOf(c Class) string {
 
 func isConfigurableCause(cause string) bool {
 	c := classOf(cause)
-	return (c == ClassInfra || c == ClassDegenerate) && (slices.Contains(Causes, cause) || c == ClassInfra)
+	return (c == ClassInfra || c == ClassDegenerate) && (slices.Contains(Causes(), cause) || c == ClassInfra)
 }
 
 // classifier decides the cause of an execution before any judging.
