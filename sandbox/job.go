@@ -130,6 +130,8 @@ type Result struct {
 	MaxRSSKB int64
 	// SandboxError explains a failure of the sandbox, not of the candidate.
 	SandboxError string
+	// SandboxErrorKind classifies SandboxError (topics.SandboxError*).
+	SandboxErrorKind string
 }
 
 // PassedCount returns the number of passed tests.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/murphy-rl/murphy/topics"
 )
 
 //go:embed harness.py
@@ -161,7 +163,7 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 	p.jobs.Add(1)
 	if ps.s == nil {
 		if err := p.start(ctx, ps); err != nil {
-			return &Result{ExitCode: -1, SandboxError: "restart sandbox: " + err.Error()}, nil
+			return &Result{ExitCode: -1, SandboxError: "restart sandbox: " + err.Error(), SandboxErrorKind: topics.SandboxErrorRestart}, nil
 		}
 	}
 	lim := job.Limits.withDefaults(p.cfg.Limits)

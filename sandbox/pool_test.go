@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/murphy-rl/murphy/topics"
 	"golang.org/x/sys/unix"
 )
 
@@ -109,8 +110,8 @@ func TestDeadWorkerIsReplaced(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the job did not end after its sandbox died")
 	}
-	if res.SandboxError == "" {
-		t.Fatalf("want a sandbox error, got %+v", res)
+	if res.SandboxError == "" || res.SandboxErrorKind != topics.SandboxErrorWorker {
+		t.Fatalf("want a sandbox error of kind worker, got %+v", res)
 	}
 	after := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
 	if after.SandboxError != "" || string(after.Stdout) != "ok\n" {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+	"github.com/murphy-rl/murphy/topics"
 	"golang.org/x/sys/unix"
 )
 
@@ -476,8 +477,8 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	start := time.Now()
 	res := &Result{ExitCode: -1, Tests: make([]TestReport, len(job.Tests))}
 	defer func() { res.Wall = time.Since(start) }()
-	fail := func(format string, args ...any) *Result {
-		res.SandboxError = fmt.Sprintf(format, args...)
+	fail := func(kind, format string, args ...any) *Result {
+		res.SandboxError, res.SandboxErrorKind = fmt.Sprintf(format, args...), kind
 		if s.broken == "" {
 			s.broken = res.SandboxError
 		}
@@ -485,18 +486,18 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	}
 	function := job.Mode == ModeFunction
 	if !function && job.Mode != ModeProgram {
-		res.SandboxError = fmt.Sprintf("unknown job mode %q", job.Mode)
+		res.SandboxError, res.SandboxErrorKind = fmt.Sprintf("unknown job mode %q", job.Mode), topics.SandboxErrorInvalidJob
 		return res
 	}
 	prog, err := json.Marshal(program{Mode: job.Mode, Code: job.Code, EntryPoint: job.EntryPoint, Setup: job.Setup})
 	if err != nil {
-		res.SandboxError = err.Error()
+		res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
 		return res
 	}
 	var tests []byte
 	if function {
 		if tests, err = makeTests(job, s.cfg.Seed); err != nil {
-			res.SandboxError = err.Error()
+			res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
 			return res
 		}
 	}
@@ -508,13 +509,13 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	}
 	ps, err := pipes(n)
 	if err != nil {
-		return fail("pipe: %v", err)
+		return fail(topics.SandboxErrorInternal, "pipe: %v", err)
 	}
 	var chanJudge, chanCand, hintsR *os.File
 	if function {
 		if chanJudge, chanCand, err = streamPair(); err != nil {
 			closeAll(ps)
-			return fail("socketpair: %v", err)
+			return fail(topics.SandboxErrorInternal, "socketpair: %v", err)
 		}
 	} else {
 		hintsR, chanCand = ps[4][0], ps[4][1]
@@ -528,7 +529,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			closeAll(ps)
 			chanJudge.Close()
 			chanCand.Close()
-			return fail("pipe: %v", err)
+			return fail(topics.SandboxErrorInternal, "pipe: %v", err)
 		}
 		testsW, reportR = tp[0][1], tp[1][0]
 		hdr, _ := json.Marshal(map[string]any{"op": "judge", "id": id, "frame_bytes": lim.ReportBytes})
@@ -541,7 +542,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			chanCand.Close()
 			testsW.Close()
 			reportR.Close()
-			return fail("send tests: %v", err)
+			return fail(topics.SandboxErrorWorker, "send tests: %v", err)
 		}
 	}
 	cpuBase, haveCPU := time.Duration(0), false
@@ -577,7 +578,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		if hintsR != nil {
 			hintsR.Close()
 		}
-		return fail("send job: %v", err)
+		return fail(topics.SandboxErrorWorker, "send job: %v", err)
 	}
 
 	kill := make(chan string, 4)
@@ -678,7 +679,7 @@ wait:
 			if !ok {
 				s.killJob(5 * time.Second)
 				readers.Wait()
-				return fail("worker died: %s", s.log.String())
+				return fail(topics.SandboxErrorWorker, "worker died: %s", s.log.String())
 			}
 			if m.ID != id {
 				continue
@@ -701,14 +702,14 @@ wait:
 			case "error":
 				s.killJob(5 * time.Second)
 				readers.Wait()
-				return fail("worker: %s", m.Error)
+				return fail(topics.SandboxErrorWorker, "worker: %s", m.Error)
 			}
 		case m, ok := <-jmsgs:
 			if !ok {
 				jmsgs = nil
 				if !judged {
 					s.killJob(5 * time.Second)
-					return fail("judge died: %s", s.log.String())
+					return fail(topics.SandboxErrorWorker, "judge died: %s", s.log.String())
 				}
 				continue
 			}
@@ -742,7 +743,7 @@ wait:
 		case <-grace:
 			s.killJob(5 * time.Second)
 			if exitMsg == nil || !cleaned {
-				return fail("the sandbox did not report the job's end after it was killed")
+				return fail(topics.SandboxErrorHarnessTimeout, "the sandbox did not report the job's end after it was killed")
 			}
 			// The program is gone and the judge is still busy with what it
 			// returned (a set of colliding keys, say): the program's
@@ -770,16 +771,19 @@ wait:
 	case <-drained:
 	case <-time.After(10 * time.Second):
 		s.killJob(5 * time.Second)
-		return fail("output pipes still open after the job ended")
+		return fail(topics.SandboxErrorHarnessTimeout, "output pipes still open after the job ended")
 	}
 	if exitMsg == nil {
-		return fail("no exit status from the worker")
+		return fail(topics.SandboxErrorHarness, "no exit status from the worker")
 	}
 	if !exitMsg.Armed {
-		return fail("the harness did not start the job: %s", tail(string(stderr.buf), 2000))
+		return fail(topics.SandboxErrorHarness, "the harness did not start the job: %s", tail(string(stderr.buf), 2000))
 	}
 	if canceled != nil {
-		res.SandboxError = "canceled: " + canceled.Error()
+		res.SandboxError, res.SandboxErrorKind = "canceled: "+canceled.Error(), topics.SandboxErrorCanceled
+		if errors.Is(canceled, context.DeadlineExceeded) {
+			res.SandboxErrorKind = topics.SandboxErrorHarnessTimeout // the caller's deadline for the job
+		}
 	}
 	if !haveCPU {
 		res.CPU = time.Duration((exitMsg.UTime + exitMsg.STime) * float64(time.Second))
@@ -788,12 +792,12 @@ wait:
 	ws := syscall.WaitStatus(exitMsg.Status)
 	if function {
 		if reportCap.over {
-			return fail("judge: report larger than %d bytes", reportCap.max)
+			return fail(topics.SandboxErrorWorker, "judge: report larger than %d bytes", reportCap.max)
 		}
 		if judgeStuck {
 			res.TimedOut = true
 		} else if err := readReport(res, reportCap.buf); err != nil {
-			return fail("%v", err)
+			return fail(topics.SandboxErrorHarness, "%v", err)
 		}
 		switch {
 		case ws.Exited():

@@ -50,6 +50,17 @@ const (
 	StatusNotRun = "not_run"
 )
 
+// Kinds of sandbox_error (Execution.SandboxErrorKind).
+const (
+	SandboxErrorHarnessTimeout = "harness_timeout" // the harness did not finish the job in time after it ended or was killed
+	SandboxErrorWorker         = "worker"          // the worker or the judge died or broke the protocol
+	SandboxErrorHarness        = "harness"         // the harness did not start the job or report its end
+	SandboxErrorRestart        = "restart"         // a replacement sandbox could not be started
+	SandboxErrorCanceled       = "canceled"        // the job was canceled (shutdown)
+	SandboxErrorInvalidJob     = "invalid_job"     // the job could not be built (unsupported task kind, bad tests)
+	SandboxErrorInternal       = "internal"        // any other failure of the sandbox itself
+)
+
 // Failure causes carried by candidates from generate.
 const (
 	InfraInference       = "infra.inference"
@@ -213,8 +224,11 @@ type Execution struct {
 	DurationMS  int64        `json:"duration_ms"`
 	Results     []TestResult `json:"results,omitempty"`
 	// SandboxError explains a sandbox_error status.
-	SandboxError string    `json:"sandbox_error,omitempty"`
-	ExecutedAt   time.Time `json:"executed_at"`
+	SandboxError string `json:"sandbox_error,omitempty"`
+	// SandboxErrorKind classifies a sandbox_error (SandboxError* constants)
+	// so that govern routes it without reading the message.
+	SandboxErrorKind string    `json:"sandbox_error_kind,omitempty"`
+	ExecutedAt       time.Time `json:"executed_at"`
 }
 
 // Sample is a governed execution: routed, rewarded and weighted.

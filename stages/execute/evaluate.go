@@ -20,6 +20,8 @@ type Outcome struct {
 	Results      []topics.TestResult
 	Duration     time.Duration
 	SandboxError string
+	// SandboxErrorKind classifies SandboxError (topics.SandboxError*).
+	SandboxErrorKind string
 	// MaxRunCPU is the largest CPU time of one sandbox run (the whole
 	// job; a stdio task has one run per test).
 	MaxRunCPU time.Duration
@@ -53,7 +55,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		out, err = e.stdio(ctx, task, code)
 	default:
 		// compile-fix needs a repository snapshot runner (a later issue).
-		out = Outcome{Status: topics.StatusSandboxError, SandboxError: fmt.Sprintf("task kind %q is not supported by this executor", task.Kind)}
+		out = Outcome{Status: topics.StatusSandboxError, SandboxError: fmt.Sprintf("task kind %q is not supported by this executor", task.Kind),
+			SandboxErrorKind: topics.SandboxErrorInvalidJob}
 		out.Feedback = renderFeedback(task, &out, nil, e.cap())
 	}
 	if err != nil {

@@ -104,7 +104,7 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 			return nil, fmt.Errorf("execute: candidate %s: %w", c.NodeID, err)
 		}
 		ex.Status, ex.TestsPassed, ex.TestsTotal, ex.PassRate = o.Status, o.TestsPassed, o.TestsTotal, o.PassRate
-		ex.Feedback, ex.Results, ex.SandboxError = o.Feedback, o.Results, o.SandboxError
+		ex.Feedback, ex.Results, ex.SandboxError, ex.SandboxErrorKind = o.Feedback, o.Results, o.SandboxError, o.SandboxErrorKind
 		ex.DurationMS = o.Duration.Milliseconds()
 		s.metrics.observe(o.Duration)
 	}

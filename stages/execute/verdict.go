@@ -81,7 +81,7 @@ func functionVerdict(cs []caseOf, res *sandbox.Result, lim sandbox.Limits) (Outc
 	rep := &report{limits: lim}
 	out := Outcome{TestsTotal: len(cs)}
 	if res.SandboxError != "" {
-		out.Status, out.SandboxError, rep.sandbox = topics.StatusSandboxError, res.SandboxError, res.SandboxError
+		out.Status, out.SandboxError, out.SandboxErrorKind, rep.sandbox = topics.StatusSandboxError, res.SandboxError, res.SandboxErrorKind, res.SandboxError
 		return out, rep
 	}
 	rep.compileError = res.CompileError
@@ -212,7 +212,7 @@ func stdioVerdict(task *topics.Task, cs []caseOf, runs []*sandbox.Result) (Outco
 		switch {
 		case run.SandboxError != "":
 			rep.sandbox = run.SandboxError
-			out.SandboxError = run.SandboxError
+			out.SandboxError, out.SandboxErrorKind = run.SandboxError, run.SandboxErrorKind
 		case run.CompileError != "":
 			rep.compileError = run.CompileError
 			d.kind, d.err = topics.StatusCompileError, run.CompileError

@@ -117,6 +117,14 @@ func (c *classifier) Classify(ex *topics.Execution) string {
 	}
 	switch ex.Status {
 	case topics.StatusSandboxError:
+		switch ex.SandboxErrorKind {
+		case topics.SandboxErrorHarnessTimeout:
+			return CauseHarnessTimeout
+		case "":
+		default:
+			return CauseSandbox
+		}
+		// Records without a kind (another executor): the message decides.
 		msg := strings.ToLower(ex.SandboxError)
 		for _, m := range c.cfg.HarnessTimeoutMarkers {
 			if m != "" && strings.Contains(msg, strings.ToLower(m)) {

@@ -57,6 +57,12 @@ func TestGovernCauses(t *testing.T) {
 		{"harness deadline (the sandbox's own message)", execution(func(e *topics.Execution) {
 			e.Status, e.SandboxError, e.TestsPassed = topics.StatusSandboxError, "canceled: context deadline exceeded", 0
 		}), nil, want{CauseHarnessTimeout, topics.RouteMasked, 0, true, 0, nil}},
+		{"sandbox error kind decides, not the message", execution(func(e *topics.Execution) {
+			e.Status, e.SandboxError, e.SandboxErrorKind = topics.StatusSandboxError, "worker died: harness timeout in its log", topics.SandboxErrorWorker
+		}), nil, want{CauseSandbox, topics.RouteMasked, 0, true, 0, nil}},
+		{"harness timeout kind", execution(func(e *topics.Execution) {
+			e.Status, e.SandboxError, e.SandboxErrorKind = topics.StatusSandboxError, "output pipes still open after the job ended", topics.SandboxErrorHarnessTimeout
+		}), nil, want{CauseHarnessTimeout, topics.RouteMasked, 0, true, 0, nil}},
 		{"not run without a cause", execution(status(topics.StatusNotRun)), nil,
 			want{CauseNotRun, topics.RouteMasked, 0, true, 0, nil}},
 		{"unknown infra cause kept", execution(func(e *topics.Execution) { e.InfraCause, e.Status = "infra.gpu_lost", topics.StatusNotRun }),
