@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // Record is one consumed Kafka record.
@@ -123,6 +125,26 @@ func Poison(reason string, err error) error {
 		return nil
 	}
 	return &poisonError{reason: reason, err: err}
+}
+
+// Decode decodes a record value into r (topics.Decode: schema version,
+// JSON, validation). A value that does not decode is poison, dead-lettered
+// with the codec's reason (PoisonReason).
+func Decode(value []byte, r topics.Record) error {
+	if err := topics.Decode(value, r); err != nil {
+		return Poison(PoisonReason(err), err)
+	}
+	return nil
+}
+
+// PoisonReason is the DLQ reason of a record error: the *topics.Error's
+// reason, or "malformed".
+func PoisonReason(err error) string {
+	var te *topics.Error
+	if errors.As(err, &te) {
+		return te.Reason()
+	}
+	return "malformed"
 }
 
 // transientError marks an infrastructure failure (the broker is restarting,

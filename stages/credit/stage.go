@@ -276,14 +276,6 @@ func (p *processor) remember(tree string, maxpos int64) {
 	}
 }
 
-func poisonReason(err error) string {
-	var te *topics.Error
-	if errors.As(err, &te) {
-		return te.Reason()
-	}
-	return "malformed"
-}
-
 // Process implements pipeline.PartitionProcessor.
 func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 	p.logFailed(p.settle())
@@ -292,8 +284,8 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 	}
 	p.maxpos = max(p.maxpos, p.next)
 	s := new(topics.Sample)
-	if err := topics.Decode(rec.Value, s); err != nil {
-		return pipeline.Poison(poisonReason(err), err)
+	if err := pipeline.Decode(rec.Value, s); err != nil {
+		return err
 	}
 	if len(rec.Key) > 0 && string(rec.Key) != s.TreeID {
 		return pipeline.Poison("key_mismatch", fmt.Errorf("credit: record key %q is not the tree id %q", rec.Key, s.TreeID))

@@ -179,13 +179,13 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		}
 	}
 	var tree topics.CreditedTree
-	if err := topics.Decode(rec.Value, &tree); err != nil {
+	if err := pipeline.Decode(rec.Value, &tree); err != nil {
 		p.note(o, forced)
-		return pipeline.Poison(reasonOf(err), err)
+		return err
 	}
 	if err := checkTree(&tree); err != nil {
 		p.note(o, forced)
-		return pipeline.Poison(reasonOf(err), err)
+		return pipeline.Poison(pipeline.PoisonReason(err), err)
 	}
 	cj, err := json.Marshal(tree.Config)
 	if err != nil {
@@ -220,13 +220,6 @@ func sameRange(a, b *Range) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-func reasonOf(err error) string {
-	if e, ok := err.(*topics.Error); ok {
-		return e.Reason()
-	}
-	return "malformed"
 }
 
 // note adds offset o to the open batch's range.

@@ -82,13 +82,8 @@ func (s *Stage) Evaluator() *Evaluator { return s.eval }
 // closed pool is an error the runtime retries.
 func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
 	var c topics.Candidate
-	if err := topics.Decode(rec.Value, &c); err != nil {
-		reason := "malformed_candidate"
-		var te *topics.Error
-		if errors.As(err, &te) {
-			reason = te.Reason()
-		}
-		return nil, pipeline.Poison(reason, err)
+	if err := pipeline.Decode(rec.Value, &c); err != nil {
+		return nil, err
 	}
 	ex := topics.Execution{Candidate: c}
 	if c.InfraCause != "" {

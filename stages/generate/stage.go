@@ -121,8 +121,8 @@ func (s *Stage) TreeDone(treeID string) {
 // exactly GroupSize candidates keyed by tree id.
 func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
 	var p topics.Prompt
-	if err := topics.Decode(rec.Value, &p); err != nil {
-		return nil, pipeline.Poison(reason(err), err)
+	if err := pipeline.Decode(rec.Value, &p); err != nil {
+		return nil, err
 	}
 	// Waits end only when ctx does (the stage is stopping): the prompt is
 	// then redelivered, never dead-lettered.
@@ -176,14 +176,6 @@ func (s *Stage) count(c *topics.Candidate) {
 	s.m.Samples.WithLabelValues(result).Inc()
 	s.m.Tokens.WithLabelValues("prompt").Add(float64(len(c.PromptTokenIDs)))
 	s.m.Tokens.WithLabelValues("response").Add(float64(len(c.ResponseTokenIDs)))
-}
-
-func reason(err error) string {
-	var te *topics.Error
-	if errors.As(err, &te) {
-		return te.Reason()
-	}
-	return "malformed"
 }
 
 // Generate samples the children of prompt p: exactly p.GroupSize

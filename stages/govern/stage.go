@@ -78,12 +78,8 @@ func (s *Stage) Governor() *Governor { return s.gov }
 // returned for retry.
 func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
 	var ex topics.Execution
-	if err := topics.Decode(rec.Value, &ex); err != nil {
-		var te *topics.Error
-		if errors.As(err, &te) {
-			return nil, pipeline.Poison(te.Reason(), err)
-		}
-		return nil, pipeline.Poison("malformed", err)
+	if err := pipeline.Decode(rec.Value, &ex); err != nil {
+		return nil, err
 	}
 	res, err := s.gov.Govern(ctx, &ex, s.tasks)
 	if err != nil {
