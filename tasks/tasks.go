@@ -16,7 +16,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	json "github.com/goccy/go-json"
 
 	"github.com/murphy-rl/murphy/pipeline"
@@ -336,4 +338,58 @@ func (l *tableLookup) Task(ctx context.Context, id string) (*topics.Task, error)
 // sameBytes reports whether a and b are the same bytes in memory.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// DefaultTaskWait is how long a stage waits, by default, for a task that is
+// not (yet) in its lookup (Await).
+const DefaultTaskWait = 30 * time.Second
+
+// Await is the one policy of every stage for the task a record names. The
+// lookup may lag behind the tasks topic (tasks are published before their
+// prompts), so a missing task is looked up again, with exponential backoff,
+// for up to wait. Still missing, the record is poison with reason
+// task_not_found: dead-lettered, and replayable from the DLQ once the task
+// is published. A task that cannot be decoded is poison (bad_task). Any
+// other failure of the lookup is transient: the runtime retries the record
+// and never dead-letters it. When ctx ends, Await returns ctx's error.
+func Await(ctx context.Context, l Lookup, id string, wait time.Duration) (*topics.Task, error) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 50*time.Millisecond, time.Second
+	t, err := backoff.Retry(ctx, func() (*topics.Task, error) {
+		t, err := l.Task(ctx, id)
+		switch {
+		case err == nil && t == nil:
+			err = fmt.Errorf("%w: %q", ErrNotFound, id)
+		case err == nil:
+			return t, nil
+		}
+		if errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+			return nil, err
+		}
+		return nil, backoff.Permanent(err)
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(max(wait, time.Nanosecond)))
+	switch {
+	case err == nil:
+		return t, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, ErrNotFound):
+		return nil, pipeline.Poison("task_not_found", fmt.Errorf("task %q not found after %s: %w", id, wait, err))
+	case topics.IsPoison(err):
+		return nil, pipeline.Poison("bad_task", fmt.Errorf("task %q: %w", id, err))
+	}
+	return nil, pipeline.Transient(fmt.Errorf("task %q: %w", id, err))
+}
+
+// Awaiting is l with every lookup made through Await (for a core that takes
+// a Lookup, such as govern's Governor).
+func Awaiting(l Lookup, wait time.Duration) Lookup { return awaiting{l: l, wait: wait} }
+
+type awaiting struct {
+	l    Lookup
+	wait time.Duration
+}
+
+func (a awaiting) Task(ctx context.Context, id string) (*topics.Task, error) {
+	return Await(ctx, a.l, id, a.wait)
 }

@@ -8,13 +8,16 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	json "github.com/goccy/go-json"
 
+	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -374,4 +377,52 @@ func (g *swapGetter) Get(context.Context, string) ([]byte, error) {
 	v := g.vals[min(g.n, len(g.vals)-1)]
 	g.n++
 	return append([]byte(nil), v...), nil
+}
+
+// flaky is a lookup whose task appears after a while, or fails otherwise.
+type flaky struct {
+	after time.Time
+	err   error
+}
+
+func (f flaky) Task(_ context.Context, id string) (*topics.Task, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if time.Now().Before(f.after) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return &topics.Task{TaskID: id}, nil
+}
+
+// TestAwaitIsTheMissingTaskPolicy: a task that appears within the wait is
+// found; one that never does makes the record poison (task_not_found) once
+// the wait is over; an undecodable task is poison (bad_task); any other
+// failure is transient; a cancelled context ends the wait.
+func TestAwaitIsTheMissingTaskPolicy(t *testing.T) {
+	ctx := context.Background()
+	if task, err := Await(ctx, flaky{after: time.Now().Add(200 * time.Millisecond)}, "a", 5*time.Second); err != nil || task.TaskID != "a" {
+		t.Fatalf("late task: %v %v", task, err)
+	}
+	start := time.Now()
+	_, err := Await(ctx, NewMemory(nil), "never", 300*time.Millisecond)
+	if !pipeline.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing task: %v", err)
+	}
+	if el := time.Since(start); el < 150*time.Millisecond || el > 2*time.Second {
+		t.Fatalf("missing task: gave up after %v, want about the 300ms wait", el)
+	}
+	bad := &topics.Error{Kind: topics.ErrInvalidField, Record: "task", Field: "tests"}
+	if _, err := Await(ctx, flaky{err: bad}, "b", time.Minute); !pipeline.IsPoison(err) || pipeline.Reason(err) != "bad_task" {
+		t.Fatalf("bad task: %v", err)
+	}
+	down := errors.New("broker unavailable")
+	if _, err := Await(ctx, flaky{err: down}, "c", time.Minute); !pipeline.IsTransient(err) || !errors.Is(err, down) {
+		t.Fatalf("lookup failure: %v", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := Await(cctx, NewMemory(nil), "never", time.Minute); !errors.Is(err, context.DeadlineExceeded) || pipeline.IsPoison(err) {
+		t.Fatalf("cancelled: %v", err)
+	}
 }

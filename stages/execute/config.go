@@ -3,8 +3,10 @@ package execute
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/tasks"
 )
 
 // Config configures the execute stage.
@@ -19,6 +21,9 @@ type Config struct {
 	// StdioMaxTimeouts stops a stdio task's remaining cases after this many
 	// timed out (they count as timeouts); 0 runs every case.
 	StdioMaxTimeouts int `yaml:"stdio_max_timeouts"`
+	// TaskWait is how long a candidate waits for its task to appear in the
+	// task lookup before it is dead-lettered as task_not_found (tasks.Await).
+	TaskWait time.Duration `yaml:"task_wait"`
 	// Sandbox configures the pool the stage runs in.
 	Sandbox sandbox.Config `yaml:"sandbox"`
 }
@@ -29,6 +34,7 @@ func DefaultConfig() Config {
 		Name:             "execute",
 		FeedbackBytes:    DefaultFeedbackBytes,
 		StdioMaxTimeouts: 2,
+		TaskWait:         tasks.DefaultTaskWait,
 		Sandbox:          sandbox.DefaultConfig(),
 	}
 }
@@ -38,8 +44,8 @@ func (c Config) Validate() error {
 	if c.Name == "" {
 		return errors.New("execute: name is required")
 	}
-	if c.Concurrency < 0 || c.StdioMaxTimeouts < 0 {
-		return errors.New("execute: concurrency and stdio_max_timeouts must be >= 0")
+	if c.Concurrency < 0 || c.StdioMaxTimeouts < 0 || c.TaskWait < 0 {
+		return errors.New("execute: concurrency, stdio_max_timeouts and task_wait must be >= 0")
 	}
 	if c.FeedbackBytes < 128 {
 		return fmt.Errorf("execute: feedback_bytes %d < 128", c.FeedbackBytes)

@@ -90,9 +90,9 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 		ex.Status = topics.StatusNotRun
 		ex.Feedback = "Status: not_run\nThe candidate was not run: " + c.InfraCause + "\n"
 	} else {
-		task, err := s.lookup.Task(ctx, c.TaskID)
+		task, err := tasks.Await(ctx, s.lookup, c.TaskID, s.cfg.TaskWait)
 		if err != nil {
-			return nil, fmt.Errorf("execute: task %q of candidate %s: %w", c.TaskID, c.NodeID, err)
+			return nil, fmt.Errorf("execute: candidate %s: %w", c.NodeID, err)
 		}
 		o, err := s.eval.Evaluate(ctx, task, c.Code)
 		if err != nil {

@@ -40,7 +40,9 @@ func TestStageHandle(t *testing.T) {
 	task := fnTask(8000)
 	reg := prometheus.NewRegistry()
 	cat := topics.DefaultCatalog()
-	st, err := NewStage(DefaultConfig(), pool, tasks.NewMemory([]topics.Task{task}), cat, reg)
+	cfg := DefaultConfig()
+	cfg.TaskWait = 100 * time.Millisecond
+	st, err := NewStage(cfg, pool, tasks.NewMemory([]topics.Task{task}), cat, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,19 +52,19 @@ func TestStageHandle(t *testing.T) {
 	infra := candidate(t, task.TaskID, "run/t/0", 2, "")
 	infra.InfraCause, infra.InfraError = topics.InfraInference, "server down"
 	cases := []struct {
-		name   string
-		value  []byte
-		status string
-		passed int
-		poison bool
-		retry  bool
+		name    string
+		value   []byte
+		status  string
+		passed  int
+		poison  bool
+		missing bool // dead-lettered as task_not_found once TaskWait is over
 	}{
 		{"passing candidate", encode(t, candidate(t, task.TaskID, "run/t/0", 0, "def f(x):\n    return x + 1\n")), topics.StatusPassed, 3, false, false},
 		{"failing candidate", encode(t, candidate(t, task.TaskID, "run/t/0", 1, "def f(x):\n    return x\n")), topics.StatusWrongAnswer, 0, false, false},
 		{"infrastructure failure is not run", encode(t, infra), topics.StatusNotRun, 0, false, false},
 		{"garbage is poison", []byte("\x00not json"), "", 0, true, false},
 		{"forged node id is poison", forged(t, candidate(t, task.TaskID, "run/t/0", 3, "x")), "", 0, true, false},
-		{"unknown task is retried", encode(t, candidate(t, "no/such", "run/u/0", 0, "x")), "", 0, false, true},
+		{"unknown task is dead-lettered after the wait", encode(t, candidate(t, "no/such", "run/u/0", 0, "x")), "", 0, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,9 +75,9 @@ func TestStageHandle(t *testing.T) {
 					t.Fatalf("want poison, got %v", err)
 				}
 				return
-			case tc.retry:
-				if err == nil || pipeline.IsPoison(err) || !errors.Is(err, tasks.ErrNotFound) {
-					t.Fatalf("want a retriable not-found error, got %v", err)
+			case tc.missing:
+				if !pipeline.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, tasks.ErrNotFound) {
+					t.Fatalf("want a task_not_found dead letter, got %v", err)
 				}
 				return
 			case err != nil:

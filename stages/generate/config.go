@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/tasks"
 )
 
 // Policy kinds.
@@ -53,8 +54,8 @@ type Config struct {
 	// hold the cap forever.
 	TreeTTL time.Duration `yaml:"tree_ttl"`
 	// TaskWait is how long a prompt waits for its task to appear in the
-	// task lookup before its children are emitted as infra.inference
-	// failures (only policies that need the task look it up).
+	// task lookup before it is dead-lettered as task_not_found (only
+	// policies that need the task look it up; tasks.Await).
 	TaskWait time.Duration `yaml:"task_wait"`
 	// InstanceID names this process's own consumer group of the
 	// completions topic, which every generate process reads whole to learn which trees
@@ -77,7 +78,7 @@ func DefaultConfig() Config {
 		Concurrency:      16,
 		MaxTreesInFlight: 256,
 		TreeTTL:          30 * time.Minute,
-		TaskWait:         30 * time.Second,
+		TaskWait:         tasks.DefaultTaskWait,
 	}
 }
 

@@ -140,7 +140,10 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	cands, err := s.Generate(ctx, &p)
 	s.m.InFlight.Dec()
 	s.slots.release()
-	if err != nil {
+	switch {
+	case err != nil && pipeline.IsPoison(err):
+		return nil, err // the task stayed missing: dead-lettered, replayable
+	case err != nil:
 		return nil, pipeline.Transient(err)
 	}
 	s.m.Prompts.WithLabelValues(kind).Inc()
@@ -181,24 +184,26 @@ func (s *Stage) count(c *topics.Candidate) {
 // Generate samples the children of prompt p: exactly p.GroupSize
 // candidates with node ids topics.NodeID(tree, group, i). Children the
 // policy could not produce are marked infra.inference or
-// infra.context_overflow with the error. It returns an error only when ctx
-// ends (the prompt must then be processed again, not marked failed).
+// infra.context_overflow with the error. It returns an error when the task
+// a policy needs cannot be had (tasks.Await: poison when it stays missing)
+// or when ctx ends (the prompt must then be processed again, not marked
+// failed).
 func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candidate, error) {
 	ids := make([]string, p.GroupSize)
 	for i := range ids {
 		ids[i] = topics.NodeID(p.TreeID, p.GroupID, i)
 	}
 	req := policy.Request{Prompt: p, NodeIDs: ids}
-	var samples []policy.Sample
-	var perr error
 	if s.pol.NeedsTask() {
-		req.Task, perr = s.task(ctx, p.TaskID)
+		t, err := tasks.Await(ctx, s.lookup, p.TaskID, s.cfg.TaskWait)
+		if err != nil {
+			return nil, err
+		}
+		req.Task = t
 	}
-	if perr == nil {
-		start := time.Now()
-		samples, perr = s.pol.Generate(ctx, req)
-		s.m.observeCall(time.Since(start))
-	}
+	start := time.Now()
+	samples, perr := s.pol.Generate(ctx, req)
+	s.m.observeCall(time.Since(start))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -248,24 +253,4 @@ func markInfra(c *topics.Candidate, cause string, err error) {
 	c.InfraError = err.Error()
 	c.ResponseText, c.Code, c.FinishReason = "", "", "error"
 	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds = []int32{}, []float32{}, nil
-}
-
-// task looks the task up, polling for up to TaskWait while it is missing
-// (tasks are published before prompts, but a lookup may lag behind).
-func (s *Stage) task(ctx context.Context, id string) (*topics.Task, error) {
-	deadline := time.Now().Add(s.cfg.TaskWait)
-	for {
-		t, err := s.lookup.Task(ctx, id)
-		if err == nil {
-			return t, nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, fmt.Errorf("task %q: %w", id, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }

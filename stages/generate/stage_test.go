@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,19 +169,17 @@ func TestMalformedPromptIsPoison(t *testing.T) {
 	}
 }
 
-func TestMissingTaskEmitsInfraChildren(t *testing.T) {
+// TestMissingTaskIsDeadLettered: a prompt whose task stays missing for
+// TaskWait is dead-lettered (task_not_found), as in every stage
+// (tasks.Await), and produces no children.
+func TestMissingTaskIsDeadLettered(t *testing.T) {
 	s := newSimStage(t, func(c *Config) { c.TaskWait = 300 * time.Millisecond }, 1)
 	task := testTasks()[0]
 	task.TaskID = "demo/unknown"
 	rec, _ := rootRecord(t, testCatalog(), task, 3, 0)
 	outs, err := s.HandlePrompt(context.Background(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range decodeOuts(t, outs) {
-		if c.InfraCause != topics.InfraInference || !strings.Contains(c.InfraError, "task not found") {
-			t.Fatalf("cause %q error %q", c.InfraCause, c.InfraError)
-		}
+	if outs != nil || !pipeline.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, tasks.ErrNotFound) {
+		t.Fatalf("outs %d, err %v: want a task_not_found dead letter", len(outs), err)
 	}
 }
 

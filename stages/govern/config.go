@@ -8,6 +8,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -100,6 +101,9 @@ type Config struct {
 	PenaltyWeight float64 `yaml:"penalty_weight"`
 	// Expansion configures refinement prompts.
 	Expansion ExpansionConfig `yaml:"expansion"`
+	// TaskWait is how long an execution waits for its task to appear in the
+	// task lookup before it is dead-lettered as task_not_found (tasks.Await).
+	TaskWait time.Duration `yaml:"task_wait"`
 	// Concurrency is the number of executions governed at once per input
 	// (LLM judges make this worth more than 1).
 	Concurrency int `yaml:"concurrency"`
@@ -241,6 +245,7 @@ func DefaultConfig() Config {
 			MaxPromptBytes: 16 << 10,
 		},
 		Concurrency: 32,
+		TaskWait:    tasks.DefaultTaskWait,
 	}
 }
 
@@ -334,6 +339,9 @@ func (c Config) Validate() error {
 		if err := c.LLM.Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.TaskWait < 0 {
+		errs = append(errs, fmt.Errorf("task_wait must be >= 0, got %s", c.TaskWait))
 	}
 	if c.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("concurrency must be >= 1, got %d", c.Concurrency))

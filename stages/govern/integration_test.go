@@ -58,7 +58,9 @@ func TestBrokerExecutionsToSamplesAndPrompts(t *testing.T) {
 	defer table.Close()
 
 	reg := prometheus.NewRegistry()
-	st, err := NewStage(DefaultConfig(), tasks.FromTable(table, pipeline.ErrNotFound), nil, cat, reg)
+	cfg := DefaultConfig()
+	cfg.TaskWait = time.Second
+	st, err := NewStage(cfg, tasks.FromTable(table, pipeline.ErrNotFound), nil, cat, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -28,8 +29,8 @@ type Stage struct {
 // topic); model is the chat model of the LLM judge and scorer (nil: built
 // from cfg.LLM when either is configured); reg receives the stage's metrics
 // (nil: none).
-func NewStage(cfg Config, tasks TaskLookup, model ChatModel, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
-	if tasks == nil {
+func NewStage(cfg Config, lookup TaskLookup, model ChatModel, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
+	if lookup == nil {
 		return nil, errors.New("govern: no task lookup")
 	}
 	if err := cat.Validate(); err != nil {
@@ -55,7 +56,9 @@ func NewStage(cfg Config, tasks TaskLookup, model ChatModel, cat topics.Catalog,
 	if err := m.register(reg); err != nil {
 		return nil, err
 	}
-	return &Stage{gov: gov, tasks: tasks, cat: cat, metrics: m, cfg: cfg}, nil
+	// A missing task is waited for up to TaskWait, then the execution is
+	// dead-lettered: the policy of every stage (tasks.Await).
+	return &Stage{gov: gov, tasks: tasks.Awaiting(lookup, cfg.TaskWait), cat: cat, metrics: m, cfg: cfg}, nil
 }
 
 // Spec describes the stage for pipeline.Runtime.AddStage.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -166,7 +167,9 @@ func TestStageBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := newTestStage(t, DefaultConfig(), tc.tasks)
+			cfg := DefaultConfig()
+			cfg.TaskWait = 50 * time.Millisecond // a missing task is waited for, then dead-lettered
+			s, _ := newTestStage(t, cfg, tc.tasks)
 			outs, err := s.Handle(context.Background(), pipeline.Record{Topic: "test.executions", Value: tc.value})
 			if err == nil || outs != nil {
 				t.Fatalf("accepted: %v", outs)
