@@ -32,7 +32,21 @@ type Out struct {
 	Key     string
 	Value   []byte
 	Headers map[string]string
+	// Partition, when set (ToPartition), is the partition the record goes
+	// to (modulo the topic's partition count); unset, the key's murmur2
+	// hash decides, as Java and Python producers do.
+	Partition PartitionChoice
 }
+
+// PartitionChoice is an Out's explicit partition; the zero value lets the
+// key decide.
+type PartitionChoice struct{ p int32 }
+
+// ToPartition sends an Out to partition p (p >= 0).
+func ToPartition(p int) PartitionChoice { return PartitionChoice{p: int32(p) + 1} }
+
+// Get returns the explicit partition, false when the key decides.
+func (c PartitionChoice) Get() (int, bool) { return int(c.p) - 1, c.p > 0 }
 
 // Handler processes one record of a stateless stage. The returned records are
 // produced (acks=all) and acknowledged before the input's offset may be

@@ -51,8 +51,9 @@ func (c KafkaConfig) transport() *kafka.Transport {
 }
 
 // newWriter is the one producer configuration of the project: acks from all
-// in-sync replicas, the murmur2 partitioner (so keyed records land where Java
-// and Python producers put them) and a small batch timeout.
+// in-sync replicas, the partitioner (an Out's explicit partition, else
+// murmur2 of the key, so keyed records land where Java and Python producers
+// put them) and a small batch timeout.
 func newWriter(c KafkaConfig) *kafka.Writer {
 	bt := c.BatchTimeout
 	if bt == 0 {
@@ -60,7 +61,7 @@ func newWriter(c KafkaConfig) *kafka.Writer {
 	}
 	return &kafka.Writer{
 		Addr:         kafka.TCP(c.Brokers...),
-		Balancer:     kafka.Murmur2Balancer{},
+		Balancer:     partitioner{},
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: bt,
 		BatchSize:    1000,
@@ -309,8 +310,23 @@ func closeTransport(w *kafka.Writer) {
 	}
 }
 
+// partitioner sends a message to the partition its Out chose, else by the
+// murmur2 hash of its key. toKafka carries the choice in Message.Partition
+// (p+1; 0 = none), which kafka-go's writer reads only through its balancer.
+type partitioner struct{ murmur2 kafka.Murmur2Balancer }
+
+func (b partitioner) Balance(msg kafka.Message, partitions ...int) int {
+	if msg.Partition > 0 && len(partitions) > 0 {
+		return partitions[(msg.Partition-1)%len(partitions)]
+	}
+	return b.murmur2.Balance(msg, partitions...)
+}
+
 func toKafka(o Out) kafka.Message {
 	m := kafka.Message{Topic: o.Topic, Value: o.Value}
+	if p, ok := o.Partition.Get(); ok {
+		m.Partition = p + 1
+	}
 	if o.Key != "" {
 		m.Key = []byte(o.Key)
 	}

@@ -34,11 +34,11 @@ type Stage struct {
 	now         func() time.Time
 }
 
-// NewStage builds the credit stage. prod writes credited trees: it must be
-// the project's ordered murmur2 producer (pipeline.NewOrderedProducer or
-// Runtime.OrderedProducer), so that a tree lands on the credited partition
-// numbered like its samples partition and trees reach it in the order they
-// were emitted; kcfg is used to read the credited topic back on partition
+// NewStage builds the credit stage. prod writes credited trees, each to the
+// credited partition numbered like its samples partition (an explicit
+// pipeline.Out partition): it must be the project's ordered producer
+// (pipeline.NewOrderedProducer or Runtime.OrderedProducer), so that trees
+// reach that partition in the order they were emitted; kcfg is used to read the credited topic back on partition
 // assignment; metrics go to reg.
 func NewStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, kcfg pipeline.KafkaConfig, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if err := kcfg.Validate(); err != nil {
@@ -456,9 +456,10 @@ func (p *processor) emit(ot *openTree) {
 	}
 	e := emission{ot: ot, maxpos: p.maxpos, incomplete: ct.Incomplete, stats: st}
 	out := pipeline.Out{
-		Topic: p.s.credited,
-		Key:   ot.t.ID(),
-		Value: val,
+		Topic:     p.s.credited,
+		Key:       ot.t.ID(),
+		Partition: pipeline.ToPartition(p.partition), // back to the partition it was assembled on
+		Value:     val,
 		Headers: map[string]string{
 			HeaderSourcePartition: strconv.Itoa(p.partition),
 			HeaderSourceFirst:     strconv.FormatInt(ot.first, 10),

@@ -68,37 +68,6 @@ func TestFileNameRoundTripAndOrder(t *testing.T) {
 	}
 }
 
-// Vectors from the Java client's murmur2 tests (as signed int32).
-func TestMurmur2MatchesJavaClient(t *testing.T) {
-	cases := map[string]int32{
-		"21":                         -973932308,
-		"foobar":                     -790332482,
-		"a-little-bit-long-string":   -985981536,
-		"a-little-bit-longer-string": -1486304829,
-		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-		"abc": 479470107,
-	}
-	for in, want := range cases {
-		if got := int32(murmur2([]byte(in))); got != want {
-			t.Fatalf("murmur2(%q) = %d, want %d", in, got, want)
-		}
-	}
-}
-
-func TestBatchKeyTargetsSourcePartition(t *testing.T) {
-	for _, n := range []int{1, 3, 8, 13} {
-		for p := 0; p < 20; p++ {
-			k := batchKey("pre.credited", p, n)
-			if got := partitionOf(k, n); got != p%n {
-				t.Fatalf("key %q for p=%d n=%d lands on %d", k, p, n, got)
-			}
-			if k != batchKey("pre.credited", p, n) {
-				t.Fatal("batch key is not deterministic")
-			}
-		}
-	}
-}
-
 func TestEncodeStreamKeepsEveryValue(t *testing.T) {
 	trees := genTrees(1, 40, testCreditConfig())
 	st := treesAt(1000, trees)

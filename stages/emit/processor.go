@@ -75,7 +75,7 @@ func (s *Stage) assign(ctx context.Context, a pipeline.Assignment) (pipeline.Par
 	if s.cfg.Topic {
 		tail := topicTail{brokers: s.kcfg.Brokers, clientID: s.kcfg.ClientID + "-emit-readback",
 			topic: s.cat.Topic(topics.Batches), timeout: s.cfg.ReadBackTimeout}
-		key, ranges, err := tail.scan(ctx, a.Topic, a.Partition, func(r Range) bool {
+		target, ranges, err := tail.scan(ctx, a.Topic, a.Partition, func(r Range) bool {
 			return len(p.files) == 0 || r.Last <= minFile || r.Last < a.Committed
 		})
 		if err != nil {
@@ -83,7 +83,7 @@ func (s *Stage) assign(ctx context.Context, a pipeline.Assignment) (pipeline.Par
 		}
 		topicRanges = ranges
 		p.tsink = &topicSink{prod: s.prod, topic: tail.topic, source: a.Topic, partition: a.Partition,
-			key: key, codec: s.cfg.Compression, mem: s.mem, last: -1}
+			target: target, codec: s.cfg.Compression, mem: s.mem, last: -1}
 		if len(ranges) > 0 {
 			p.tsink.last = ranges[0].Last
 		}

@@ -41,10 +41,15 @@ type topicSink struct {
 	topic     string
 	source    string
 	partition int
-	key       string
-	codec     string
-	mem       memory.Allocator
-	last      int64
+	// target is the batches partition of this source partition (its
+	// number modulo the batches topic's partitions): all its batches land,
+	// in order, on one partition, so trainers splitting partitions by rank
+	// see whole partitions and a restarted stage finds its last batch at
+	// the tail of one partition.
+	target int
+	codec  string
+	mem    memory.Allocator
+	last   int64
 	// out is the encode buffer, reused after a successful produce. After a
 	// failed one the producer may still hold the bytes, so it is dropped.
 	out []byte
@@ -70,9 +75,10 @@ func (s *topicSink) write(ctx context.Context, rec arrow.RecordBatch, r Range, i
 		return 0, err
 	}
 	out := pipeline.Out{
-		Topic: s.topic,
-		Key:   s.key,
-		Value: b,
+		Topic:     s.topic,
+		Key:       s.source + "/" + strconv.Itoa(s.partition),
+		Partition: pipeline.ToPartition(s.target),
+		Value:     b,
 		Headers: map[string]string{
 			HeaderBatchID:          r.BatchID(),
 			HeaderRows:             strconv.FormatInt(rec.NumRows(), 10),
@@ -145,38 +151,38 @@ func (t *topicTail) readWindow(ctx context.Context, q int, lo, hi int64, source 
 	return out, nil
 }
 
-// scan reads the batches topic backwards from its end and returns the key
-// and partition count to produce with, and the ranges of this source
-// partition's batches, newest first, until stop says enough.
-func (t *topicTail) scan(ctx context.Context, source string, p int, stop func(Range) bool) (key string, ranges []Range, err error) {
+// scan reads the batches topic backwards from its end and returns the
+// partition to produce to (p modulo the batches topic's partitions), and the
+// ranges of this source partition's batches, newest first, until stop says
+// enough.
+func (t *topicTail) scan(ctx context.Context, source string, p int, stop func(Range) bool) (target int, ranges []Range, err error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	wrap := func(err error) error { return &ReadBackError{Topic: t.topic, Err: err} }
 	n, err := pipeline.Partitions(ctx, t.kafka(), t.topic)
 	if err != nil {
-		return "", nil, wrap(err)
+		return 0, nil, wrap(err)
 	}
-	key = batchKey(source, p, n)
 	q := p % n
 	start, end, err := pipeline.PartitionBounds(ctx, t.kafka(), t.topic, q)
 	if err != nil {
-		return "", nil, wrap(err)
+		return 0, nil, wrap(err)
 	}
 	window := int64(4)
 	for hi := end; hi > start; {
 		lo := max(start, hi-window)
 		got, err := t.readWindow(ctx, q, lo, hi, source, p)
 		if err != nil {
-			return "", nil, wrap(err)
+			return 0, nil, wrap(err)
 		}
 		for i := len(got) - 1; i >= 0; i-- {
 			ranges = append(ranges, got[i])
 			if stop(got[i]) {
-				return key, ranges, nil
+				return q, ranges, nil
 			}
 		}
 		hi = lo
 		window = min(window*4, 4096)
 	}
-	return key, ranges, nil
+	return q, ranges, nil
 }
