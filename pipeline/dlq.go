@@ -8,7 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
-	backoffv5 "github.com/cenkalti/backoff/v5"
+	"github.com/cenkalti/backoff/v5"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -132,7 +132,7 @@ func (rt *Runtime) retryMiddleware(stage string) message.HandlerMiddleware {
 			if err == nil || IsPoison(err) || IsFatal(err) {
 				return out, err
 			}
-			b := backoffv5.NewExponentialBackOff()
+			b := backoff.NewExponentialBackOff()
 			b.InitialInterval, b.MaxInterval, b.Multiplier, b.RandomizationFactor = cfg.InitialInterval, cfg.MaxInterval, 2, 0.2
 			for attempt := 1; attempt <= cfg.MaxRetries; attempt++ {
 				select {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/segmentio/kafka-go"
 )
@@ -397,25 +398,23 @@ func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.Round
 	}
 	created := false
 	var lastErr error
-	for attempt := 0; ; attempt++ {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		if !created {
-			lastErr = createOnce(ctx, client, reqs)
-			created = lastErr == nil
-		}
-		if created {
-			if lastErr = topicsReady(ctx, client, names); lastErr == nil {
-				return nil
+			if lastErr = createOnce(ctx, client, reqs); lastErr != nil {
+				return struct{}{}, lastErr
 			}
+			created = true
 		}
-		select {
-		case <-ctx.Done():
-			if lastErr == nil {
-				lastErr = ctx.Err()
-			}
-			return fmt.Errorf("topics not ready within %s (kafka.startup_timeout): %w", timeout, lastErr)
-		case <-time.After(backoff(attempt, 50*time.Millisecond, 2*time.Second)):
-		}
+		lastErr = topicsReady(ctx, client, names)
+		return struct{}{}, lastErr
+	}, backoff.WithBackOff(newBackOff(50*time.Millisecond, 2*time.Second)), backoff.WithMaxElapsedTime(0))
+	if err == nil {
+		return nil
 	}
+	if lastErr == nil {
+		lastErr = err
+	}
+	return fmt.Errorf("topics not ready within %s (kafka.startup_timeout): %w", timeout, lastErr)
 }
 
 // createOnce sends one CreateTopics request; topics that exist already are fine.
@@ -463,11 +462,10 @@ func topicsReady(ctx context.Context, client *kafka.Client, names []string) erro
 	return nil
 }
 
-// backoff returns an exponential delay for the given attempt, capped.
-func backoff(attempt int, base, max time.Duration) time.Duration {
-	d := base << min(attempt, 20)
-	if d > max || d <= 0 {
-		return max
-	}
-	return d
+// newBackOff is the project's retry delay (cenkalti/backoff): exponential
+// from initial, capped at max, with jitter, never giving up by itself.
+func newBackOff(initial, max time.Duration) *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = initial, max
+	return b
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/segmentio/kafka-go"
 )
@@ -53,7 +54,8 @@ func (pc *partitionConsumer) run(ctx context.Context) error {
 		close(closed)
 	}()
 	defer func() { <-closed }()
-	for attempt := 0; ; {
+	join := newBackOff(200*time.Millisecond, 5*time.Second)
+	for {
 		gen, err := group.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
@@ -63,12 +65,11 @@ func (pc *partitionConsumer) run(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(backoff(attempt, 200*time.Millisecond, 5*time.Second)):
+			case <-time.After(join.NextBackOff()):
 			}
-			attempt++
 			continue
 		}
-		attempt = 0
+		join.Reset()
 		for _, pa := range gen.Assignments[pc.s.Input] {
 			gen.Start(func(gctx context.Context) { pc.runPartition(gctx, gen, pa) })
 		}
@@ -81,25 +82,22 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 	if a.Committed < 0 {
 		a.Committed = -1
 	}
-	var proc PartitionProcessor
-	for attempt := 0; ; attempt++ {
-		var err error
-		if proc, err = s.Assigned(gctx, a); err == nil {
-			break
-		}
-		if gctx.Err() != nil {
-			return
-		}
-		if IsFatal(err) {
-			rt.fail(fmt.Errorf("stage %s partition %d: %w", s.Name, pa.ID, err))
-			return
+	proc, err := backoff.Retry(gctx, func() (PartitionProcessor, error) {
+		proc, err := s.Assigned(gctx, a)
+		switch {
+		case err == nil:
+			return proc, nil
+		case gctx.Err() != nil || IsFatal(err):
+			return nil, backoff.Permanent(err)
 		}
 		rt.log.Warn("partition assignment failed; retrying", "stage", s.Name, "partition", pa.ID, "error", err)
-		select {
-		case <-gctx.Done():
-			return
-		case <-time.After(backoff(attempt, 200*time.Millisecond, 5*time.Second)):
+		return nil, err
+	}, backoff.WithBackOff(newBackOff(200*time.Millisecond, 5*time.Second)), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		if gctx.Err() == nil && IsFatal(err) {
+			rt.fail(fmt.Errorf("stage %s partition %d: %w", s.Name, pa.ID, err))
 		}
+		return
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers: rt.cfg.Kafka.Brokers, Dialer: rt.cfg.Kafka.dialer(), Topic: s.Input, Partition: pa.ID,
@@ -189,7 +187,8 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 // poison records go to the DLQ. It returns false when the partition must stop.
 func (pc *partitionConsumer) process(ctx context.Context, proc PartitionProcessor, rec Record) bool {
 	s, rt := pc.s, pc.rt
-	for attempt := 0; ; attempt++ {
+	var retry *backoff.ExponentialBackOff // built on the first failure: the happy path is one call
+	for {
 		start := time.Now()
 		err := proc.Process(ctx, rec)
 		rt.metrics.Latency.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
@@ -207,22 +206,18 @@ func (pc *partitionConsumer) process(ctx context.Context, proc PartitionProcesso
 		// A stateful stage dead-letters only poison: dropping any other record
 		// after a few retries would leave its tree open for good.
 		if IsPoison(err) {
-			for dlqAttempt := 0; ; dlqAttempt++ {
-				derr := rt.sendDLQ(ctx, s.Name, rec, err)
-				if derr == nil {
-					return true
-				}
-				select {
-				case <-ctx.Done():
-					return false
-				case <-time.After(backoff(dlqAttempt, 100*time.Millisecond, 5*time.Second)):
-				}
-			}
+			_, derr := backoff.Retry(ctx, func() (struct{}, error) {
+				return struct{}{}, rt.sendDLQ(ctx, s.Name, rec, err)
+			}, backoff.WithBackOff(newBackOff(100*time.Millisecond, 5*time.Second)), backoff.WithMaxElapsedTime(0))
+			return derr == nil
+		}
+		if retry == nil {
+			retry = newBackOff(rt.cfg.Retry.InitialInterval, rt.cfg.Retry.MaxInterval)
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(backoff(attempt, rt.cfg.Retry.InitialInterval, rt.cfg.Retry.MaxInterval)):
+		case <-time.After(retry.NextBackOff()):
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/cenkalti/backoff/v5"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/segmentio/kafka-go"
 )
@@ -593,16 +594,15 @@ func (sub *subscription) commitNow() {
 	// must not hold Close: the records are then redelivered (at least once).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := sub.r.CommitMessages(ctx, toCommit...)
-		if err == nil {
-			return
+		if err != nil && sub.ctx.Err() != nil {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		if attempt >= 5 || ctx.Err() != nil || sub.ctx.Err() != nil {
-			sub.s.cfg.Logger.Error("commit failed", err, watermill.LogFields{"topic": sub.topic})
-			return
-		}
-		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+		return struct{}{}, err
+	}, backoff.WithBackOff(newBackOff(50*time.Millisecond, time.Second)), backoff.WithMaxTries(6), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		sub.s.cfg.Logger.Error("commit failed", err, watermill.LogFields{"topic": sub.topic})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -153,11 +154,11 @@ func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int
 	}
 	defer closeConn()
 
-	off, stalls, attempt := from, 0, 0
+	off, stalls, retry := from, 0, newRetrier()
 	for off < to {
 		if conn == nil {
 			if conn, err = dialPartition(ctx, cfg, client, topic, partition); err != nil {
-				if err = retryWait(ctx, err, &attempt); err != nil {
+				if err = retry.wait(ctx, err); err != nil {
 					return err
 				}
 				continue
@@ -177,7 +178,7 @@ func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int
 			}
 			if !errors.Is(err, kafka.OffsetOutOfRange) && !errors.Is(err, kafka.RequestTimedOut) {
 				closeConn()
-				if err := retryWait(ctx, fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, rerr.err), &attempt); err != nil {
+				if err := retry.wait(ctx, fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, rerr.err)); err != nil {
 					return err
 				}
 				off = max(off, next)
@@ -185,7 +186,8 @@ func ReadRange(ctx context.Context, cfg KafkaConfig, topic string, partition int
 			}
 		}
 		if next > off {
-			off, stalls, attempt = next, 0, 0
+			off, stalls = next, 0
+			retry.progress()
 			continue
 		}
 		// Nothing readable at off: retention removed it, the log was
@@ -237,33 +239,44 @@ func retriable(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// retryWait returns err when it is not retriable or the attempts are spent;
+// retrier spaces the attempts of one read-back (newBackOff) and counts them.
+type retrier struct {
+	b        *backoff.ExponentialBackOff
+	attempts int
+}
+
+func newRetrier() *retrier { return &retrier{b: newBackOff(50*time.Millisecond, time.Second)} }
+
+// wait returns err when it is not retriable or the attempts are spent;
 // otherwise it waits before the next attempt and returns nil.
-func retryWait(ctx context.Context, err error, attempt *int) error {
-	if !retriable(err) || *attempt >= readBackRetries {
+func (r *retrier) wait(ctx context.Context, err error) error {
+	if !retriable(err) || r.attempts >= readBackRetries {
 		return err
 	}
 	select {
 	case <-ctx.Done():
 		return errors.Join(err, ctx.Err())
-	case <-time.After(backoff(*attempt, 50*time.Millisecond, time.Second)):
+	case <-time.After(r.b.NextBackOff()):
 	}
-	*attempt++
+	r.attempts++
 	return nil
 }
 
-// withRetry runs op until it succeeds, fails for good, or the attempts are
-// spent.
+// progress resets the attempts after a step succeeded.
+func (r *retrier) progress() { r.attempts = 0; r.b.Reset() }
+
+// withRetry runs op until it succeeds, fails for good (not retriable), or
+// the attempts are spent.
 func withRetry(ctx context.Context, op func() error) error {
-	for attempt := 0; ; {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := op()
-		if err == nil {
-			return nil
+		if err != nil && !retriable(err) {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		if err = retryWait(ctx, err, &attempt); err != nil {
-			return err
-		}
-	}
+		return struct{}{}, err
+	}, backoff.WithBackOff(newBackOff(50*time.Millisecond, time.Second)),
+		backoff.WithMaxTries(readBackRetries+1), backoff.WithMaxElapsedTime(0))
+	return err
 }
 
 // readError is a failure of the fetch itself, as opposed to one returned by

@@ -95,6 +95,7 @@ func (t *Table) follow() {
 
 func (t *Table) run(ctx context.Context) {
 	var parts []kafka.Partition
+	wait := newBackOff(100*time.Millisecond, 2*time.Second)
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		conn, err := t.cfg.dialer().DialContext(ctx, "tcp", t.cfg.Brokers[0])
 		if err == nil {
@@ -113,7 +114,7 @@ func (t *Table) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff(attempt, 100*time.Millisecond, 2*time.Second)):
+		case <-time.After(wait.NextBackOff()):
 		}
 	}
 	t.mu.Lock()
