@@ -336,3 +336,60 @@ func readBatch(ctx context.Context, conn *kafka.Conn, off, to int64, fn func(Rec
 	}
 	return next, nil
 }
+
+// Backward sizes the windows of ReadBackward.
+type Backward struct {
+	// Window is the first window, in offsets; each next one is Growth
+	// times larger (at least 2), up to MaxWindow (0 = no cap).
+	Window, MaxWindow, Growth int64
+	// MaxOffsets bounds how far back from the end the read reaches (0 = no
+	// bound); the oldest window is cut to it.
+	MaxOffsets int64
+}
+
+// ReadBackward is the read-back on partition assignment that stateful
+// stages share (credit learns which trees it already emitted, emit which
+// batches): it reads partition of topic from its end towards its start, one
+// window of offsets at a time, newest window first, and hands fn each
+// window's records in offset order. It stops when fn says stop, at the
+// start of the log, or MaxOffsets before the end (truncated). Offsets that
+// compaction or retention removed are skipped; broker errors are retried as
+// ReadRange retries them.
+func ReadBackward(ctx context.Context, cfg KafkaConfig, topic string, partition int, b Backward,
+	fn func(recs []Record) (stop bool, err error)) (read int64, truncated bool, err error) {
+	first, end, err := PartitionBounds(ctx, cfg, topic, partition)
+	if err != nil {
+		return 0, false, err
+	}
+	floor := first
+	if b.MaxOffsets > 0 && end-b.MaxOffsets > floor {
+		floor = end - b.MaxOffsets
+	}
+	window, growth := max(b.Window, 1), max(b.Growth, 2)
+	var recs []Record
+	for hi := end; hi > first; {
+		if hi <= floor {
+			return read, true, nil
+		}
+		lo := max(floor, hi-window)
+		recs = recs[:0]
+		err := ReadRange(ctx, cfg, topic, partition, lo, hi, func(r Record) error {
+			recs = append(recs, r)
+			return nil
+		})
+		if err != nil {
+			return read, false, err
+		}
+		read += hi - lo
+		stop, err := fn(recs)
+		if err != nil || stop {
+			return read, false, err
+		}
+		hi = lo
+		window *= growth
+		if b.MaxWindow > 0 {
+			window = min(window, b.MaxWindow)
+		}
+	}
+	return read, false, nil
+}

@@ -326,3 +326,45 @@ func TestReadRangeFailsWhenTheBrokerIsGone(t *testing.T) {
 		t.Fatal("bounds with the broker gone: no error")
 	}
 }
+
+// ReadBackward hands windows newest first, each in offset order, growing
+// by Growth up to MaxWindow; it stops when fn says so, at the start, or
+// MaxOffsets before the end (truncated).
+func TestReadBackwardWindows(t *testing.T) {
+	for _, b := range readBackBackends {
+		t.Run(b.name, func(t *testing.T) {
+			brokers := b.brokers(t)
+			kc := pipelinetest.Kafka(brokers)
+			topic := createTopic(t, brokers, 1, nil)
+			var outs []pipeline.Out
+			for i := range 20 {
+				outs = append(outs, pipeline.Out{Topic: topic, Key: strconv.Itoa(i), Value: []byte("v")})
+			}
+			pipelinetest.Produce(t, brokers, outs...)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			var windows [][]int64
+			collect := func(stopAt int64) func([]pipeline.Record) (bool, error) {
+				return func(recs []pipeline.Record) (bool, error) {
+					windows = append(windows, offsetsOf(recs))
+					return len(recs) > 0 && recs[0].Offset <= stopAt, nil
+				}
+			}
+			read, truncated, err := pipeline.ReadBackward(ctx, kc, topic, 0, pipeline.Backward{Window: 2, Growth: 2, MaxWindow: 8}, collect(-1))
+			want := [][]int64{{18, 19}, {14, 15, 16, 17}, {6, 7, 8, 9, 10, 11, 12, 13}, {0, 1, 2, 3, 4, 5}}
+			if err != nil || truncated || read != 20 || fmt.Sprint(windows) != fmt.Sprint(want) {
+				t.Fatalf("whole partition: read %d truncated %v err %v windows %v, want %v", read, truncated, err, windows, want)
+			}
+			windows = nil
+			read, truncated, err = pipeline.ReadBackward(ctx, kc, topic, 0, pipeline.Backward{Window: 2, Growth: 2}, collect(15))
+			if err != nil || truncated || read != 6 || len(windows) != 2 {
+				t.Fatalf("stopped by fn: read %d truncated %v err %v windows %v", read, truncated, err, windows)
+			}
+			windows = nil
+			read, truncated, err = pipeline.ReadBackward(ctx, kc, topic, 0, pipeline.Backward{Window: 4, Growth: 2, MaxOffsets: 7}, collect(-1))
+			if err != nil || !truncated || read != 7 || fmt.Sprint(windows) != fmt.Sprint([][]int64{{16, 17, 18, 19}, {13, 14, 15}}) {
+				t.Fatalf("bounded: read %d truncated %v err %v windows %v", read, truncated, err, windows)
+			}
+		})
+	}
+}

@@ -70,30 +70,26 @@ func (l *kafkaLog) Partitions(ctx context.Context, topic string) (int, error) {
 
 func (l *kafkaLog) Tail(ctx context.Context, topic string, p int, from int64, maxRecords int) (tail, error) {
 	out := tail{lastMaxPos: -1}
-	first, end, err := pipeline.PartitionBounds(ctx, l.cfg, topic, p)
-	if err != nil {
-		return out, fmt.Errorf("credit: %w", err)
-	}
 	var chunks [][]emitted
-	pos, chunk := end, int64(256)
-	for pos > first {
-		if out.records >= maxRecords {
-			out.truncated = true
-			break
-		}
-		start := max(first, pos-chunk, end-int64(maxRecords))
-		recs, err := l.read(ctx, topic, p, start, pos)
-		if err != nil {
-			return out, err
-		}
-		out.records += int(pos - start)
-		chunks = append(chunks, recs)
-		pos = start
-		chunk *= 2
-		if reachedBelow(recs, from) {
-			break
-		}
+	read, truncated, err := pipeline.ReadBackward(ctx, l.cfg, topic, p,
+		pipeline.Backward{Window: 256, Growth: 2, MaxOffsets: int64(maxRecords)},
+		func(recs []pipeline.Record) (bool, error) {
+			chunk := make([]emitted, len(recs))
+			for i, r := range recs {
+				chunk[i] = emitted{tree: string(r.Key), maxpos: -1}
+				if h, ok := r.Headers[HeaderMaxPos]; ok {
+					if v, err := strconv.ParseInt(h, 10, 64); err == nil {
+						chunk[i].maxpos = v
+					}
+				}
+			}
+			chunks = append(chunks, chunk)
+			return reachedBelow(chunk, from), nil
+		})
+	if err != nil {
+		return out, fmt.Errorf("credit: read back: %w", err)
 	}
+	out.records, out.truncated = int(read), truncated
 	for i := len(chunks) - 1; i >= 0; i-- {
 		for _, e := range chunks[i] {
 			if e.maxpos < 0 || e.maxpos >= from {
@@ -116,24 +112,4 @@ func reachedBelow(recs []emitted, from int64) bool {
 		}
 	}
 	return false
-}
-
-// read returns the records of [start, end) of partition p; offsets that
-// compaction or retention removed are skipped.
-func (l *kafkaLog) read(ctx context.Context, topic string, p int, start, end int64) ([]emitted, error) {
-	var out []emitted
-	err := pipeline.ReadRange(ctx, l.cfg, topic, p, start, end, func(r pipeline.Record) error {
-		e := emitted{tree: string(r.Key), maxpos: -1}
-		if h, ok := r.Headers[HeaderMaxPos]; ok {
-			if v, err := strconv.ParseInt(h, 10, 64); err == nil {
-				e.maxpos = v
-			}
-		}
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("credit: read back: %w", err)
-	}
-	return out, nil
 }

@@ -129,28 +129,6 @@ func (t *topicTail) kafka() pipeline.KafkaConfig {
 	return c
 }
 
-// readWindow reads offsets [lo, hi) of partition q and returns the ranges of
-// batches of the given source partition, in offset order.
-func (t *topicTail) readWindow(ctx context.Context, q int, lo, hi int64, source string, p int) ([]Range, error) {
-	var out []Range
-	part := strconv.Itoa(p)
-	err := pipeline.ReadRange(ctx, t.kafka(), t.topic, q, lo, hi, func(rec pipeline.Record) error {
-		if rec.Headers[HeaderSourceTopic] != source || rec.Headers[HeaderSourcePartition] != part {
-			return nil
-		}
-		r, err := ParseBatchID(rec.Headers[HeaderBatchID])
-		if err != nil {
-			return fmt.Errorf("offset %d: %w", rec.Offset, err)
-		}
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // scan reads the batches topic backwards from its end and returns the
 // partition to produce to (p modulo the batches topic's partitions), and the
 // ranges of this source partition's batches, newest first, until stop says
@@ -164,25 +142,27 @@ func (t *topicTail) scan(ctx context.Context, source string, p int, stop func(Ra
 		return 0, nil, wrap(err)
 	}
 	q := p % n
-	start, end, err := pipeline.PartitionBounds(ctx, t.kafka(), t.topic, q)
+	part := strconv.Itoa(p)
+	_, _, err = pipeline.ReadBackward(ctx, t.kafka(), t.topic, q, pipeline.Backward{Window: 4, Growth: 4, MaxWindow: 4096},
+		func(recs []pipeline.Record) (bool, error) {
+			for i := len(recs) - 1; i >= 0; i-- {
+				rec := recs[i]
+				if rec.Headers[HeaderSourceTopic] != source || rec.Headers[HeaderSourcePartition] != part {
+					continue
+				}
+				r, err := ParseBatchID(rec.Headers[HeaderBatchID])
+				if err != nil {
+					return false, fmt.Errorf("offset %d: %w", rec.Offset, err)
+				}
+				ranges = append(ranges, r)
+				if stop(r) {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
 	if err != nil {
 		return 0, nil, wrap(err)
-	}
-	window := int64(4)
-	for hi := end; hi > start; {
-		lo := max(start, hi-window)
-		got, err := t.readWindow(ctx, q, lo, hi, source, p)
-		if err != nil {
-			return 0, nil, wrap(err)
-		}
-		for i := len(got) - 1; i >= 0; i-- {
-			ranges = append(ranges, got[i])
-			if stop(got[i]) {
-				return q, ranges, nil
-			}
-		}
-		hi = lo
-		window = min(window*4, 4096)
 	}
 	return q, ranges, nil
 }
