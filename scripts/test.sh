@@ -20,6 +20,7 @@ bash tasks/builtin/install-test-deps.sh
 bash bench/install-test-deps.sh
 bash python/install-test-deps.sh
 bash openai/install-test-deps.sh
+bash internal/inspect/install-test-deps.sh
 go mod download
 export MURPHY_KAFKA_HOME=${MURPHY_KAFKA_HOME:-$root/.cache/kafka-test}
 export MURPHY_KAFKA_PORT=${MURPHY_KAFKA_PORT:-39192}

@@ -41,6 +41,7 @@ func newRootCmd() *cobra.Command {
 		newCreditCmd(),
 		newSubmitCmd(),
 		newBenchCmd(),
+		newInspectCmd(),
 	)
 	setupFlags(root)
 	return root
