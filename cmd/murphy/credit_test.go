@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // creditFixture is two trees of records not produced by murphy: opaque or
@@ -159,5 +160,27 @@ func TestRunSummaryMatchesOfflineCredit(t *testing.T) {
 		if a, b := cells(t, out, row), cells(t, offline, row); strings.Join(a, "|") != strings.Join(b, "|") {
 			t.Errorf("%s: run %v, offline %v", row, a, b)
 		}
+	}
+}
+
+// TestRunWithDropZeroSignalEnds: a tree whose every group is zero-signal
+// leaves no sample with drop_zero_signal, so it never reaches a batch; the
+// run still ends, and counts it.
+func TestRunWithDropZeroSignalEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the pipeline")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root := newRootCmd()
+	var o, e bytes.Buffer
+	root.SetOut(&o)
+	root.SetErr(&e)
+	root.SetArgs([]string{"run", "--out", t.TempDir(), "--calibrate=false", "--progress", "0", "--credit.drop-zero-signal"})
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, o.String(), e.String())
+	}
+	if !strings.Contains(o.String(), "26 of 26 credited") || !strings.Contains(o.String(), "with no sample left") {
+		t.Fatalf("summary:\n%s", o.String())
 	}
 }

@@ -138,7 +138,7 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 		tick = t.C
 	}
 	for {
-		if m.summary.Trees >= m.total && batchedTrees >= m.total {
+		if m.summary.Trees >= m.total && batchedTrees+m.summary.Empty >= m.total {
 			m.progress(progress, start, batchedTrees)
 			if samples != nil {
 				m.drainSamples(ctx, samples)
@@ -206,14 +206,17 @@ func (m *monitor) progress(w io.Writer, start time.Time, batched int) {
 // summary aggregates credited trees for the end-of-run report.
 type summary struct {
 	Total, Trees, Incomplete, Nodes int
-	seen                            map[string]bool
-	nodesPerTurn                    map[int]int
-	passedPerTurn                   map[int]int
-	solvedBy                        map[int]int // trees whose first solve is at turn t
-	reward, credited                []float64
-	liftedFailures, failedNodes     int
-	routes                          map[string]int
-	credit                          *credit.Summary
+	// Empty trees were credited without a sample left (every group
+	// dropped as zero-signal): nothing of them reaches a batch or a file.
+	Empty                       int
+	seen                        map[string]bool
+	nodesPerTurn                map[int]int
+	passedPerTurn               map[int]int
+	solvedBy                    map[int]int // trees whose first solve is at turn t
+	reward, credited            []float64
+	liftedFailures, failedNodes int
+	routes                      map[string]int
+	credit                      *credit.Summary
 }
 
 func newSummary(total int) *summary {
@@ -227,6 +230,9 @@ func (s *summary) add(t *topics.CreditedTree) {
 	}
 	s.seen[t.TreeID] = true
 	s.Trees++
+	if len(t.Samples) == 0 {
+		s.Empty++
+	}
 	if t.Incomplete {
 		s.Incomplete++
 	}
@@ -261,7 +267,11 @@ func (s *summary) add(t *topics.CreditedTree) {
 
 func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, fileTrees int, compare []*credit.Summary) {
 	fmt.Fprintf(w, "\n== murphy run summary ==\n")
-	fmt.Fprintf(w, "trees        %d of %d credited (%d incomplete), %d in output files\n", s.Trees, s.Total, s.Incomplete, fileTrees)
+	fmt.Fprintf(w, "trees        %d of %d credited (%d incomplete), %d in output files", s.Trees, s.Total, s.Incomplete, fileTrees)
+	if s.Empty > 0 {
+		fmt.Fprintf(w, ", %d with no sample left (zero-signal groups dropped)", s.Empty)
+	}
+	fmt.Fprintln(w)
 	turns := make([]int, 0, len(s.nodesPerTurn))
 	for t := range s.nodesPerTurn {
 		turns = append(turns, t)

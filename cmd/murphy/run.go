@@ -231,8 +231,8 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		return &exitError{code: 1, err: fmt.Errorf("output: %w", ferr)}
 	case mon.summary.Incomplete > 0:
 		return &exitError{code: 1, err: fmt.Errorf("%d trees closed incomplete", mon.summary.Incomplete)}
-	case fileTrees != rep.Trees:
-		return &exitError{code: 1, err: fmt.Errorf("output files hold %d of %d trees", fileTrees, rep.Trees)}
+	case fileTrees+mon.summary.Empty != rep.Trees:
+		return &exitError{code: 1, err: fmt.Errorf("output files hold %d of %d trees (%d credited with no sample left)", fileTrees, rep.Trees, mon.summary.Empty)}
 	}
 	return nil
 }
