@@ -17,7 +17,7 @@ log "installing test dependencies"
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 bash sandbox/install-test-deps.sh
 bash tasks/builtin/install-test-deps.sh
-bash bench/install-test-deps.sh
+bash internal/bench/install-test-deps.sh
 bash python/install-test-deps.sh
 bash openai/install-test-deps.sh
 bash internal/inspect/install-test-deps.sh

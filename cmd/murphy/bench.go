@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/murphy-rl/murphy/bench"
+	"github.com/murphy-rl/murphy/internal/bench"
 	"github.com/murphy-rl/murphy/pipeline"
 )
 
