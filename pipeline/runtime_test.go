@@ -166,7 +166,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	stop := startRuntime(t, brokers, cat, addr, func(rt *pipeline.Runtime) {
 		_ = rt.AddStage(pipeline.Stage{Name: "pass", Inputs: []string{cat.Topic(topics.Prompts)}, Handler: passThrough(cat.Topic(topics.Candidates))})
 	})
-	defer stop()
+	defer func() { _ = stop() }() // the test's verdict is in the HTTP answers
 	pipelinetest.Produce(t, brokers, pipeline.Out{Topic: cat.Topic(topics.Prompts), Key: "a", Value: mustEncode(t, prompt("a"))})
 	pipelinetest.ReadN(t, brokers, cat.Topic(topics.Candidates), 1, 60*time.Second)
 	get := func(path string) (int, string) {

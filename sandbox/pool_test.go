@@ -102,7 +102,9 @@ func TestDeadWorkerIsReplaced(t *testing.T) {
 	}()
 	time.Sleep(500 * time.Millisecond)
 	for _, pid := range before {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var res *Result
 	select {
@@ -289,7 +291,7 @@ func TestWallLimitDiscountsWaitingForCPU(t *testing.T) {
 		if err := hog.Start(); err != nil {
 			t.Skipf("taskset: %v", err)
 		}
-		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+		t.Cleanup(func() { _ = hog.Process.Kill(); _ = hog.Wait() })
 	}
 	busy := "import time\ndef f(x):\n    t = time.process_time()\n    while time.process_time() - t < 0.6:\n        pass\n    return x\n"
 	res := run(t, p, &Job{Mode: ModeFunction, Code: busy, EntryPoint: "f",

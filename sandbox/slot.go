@@ -303,7 +303,7 @@ func startPinned(cmd *exec.Cmd, i int) error {
 	if unix.SchedSetaffinity(0, &one) != nil {
 		return cmd.Start()
 	}
-	defer unix.SchedSetaffinity(0, &all)
+	defer func() { _ = unix.SchedSetaffinity(0, &all) }() // the thread is unlocked after; a failure only pins it
 	return cmd.Start()
 }
 

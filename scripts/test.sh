@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs (Go modules,
-# bubblewrap, the Kafka jars through Maven, Python packages through pip),
-# starts a real Apache Kafka 4.4 broker (KRaft, single node), runs gofmt/vet,
-# the Go tests (with -race on the concurrent packages), the Python tests, and
-# stops the broker even on failure.
+# bubblewrap, the Kafka jars through Maven, Python packages through pip,
+# golangci-lint, headless Chromium), starts a real Apache Kafka 4.4 broker
+# (KRaft, single node), runs gofmt, go vet and golangci-lint, the Go tests
+# (with -race on the concurrent packages), the Python tests, and stops the
+# broker even on failure.
 #
 #   scripts/test.sh            everything
 #   MURPHY_TEST_SHORT=1 ...    go test -short (skips the slow suites)
@@ -22,6 +23,8 @@ bash python/install-test-deps.sh
 bash openai/install-test-deps.sh
 bash internal/inspect/install-test-deps.sh
 go mod download
+# golangci-lint, built from the Go module proxy at a pinned version.
+GOBIN=$root/.cache/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 export MURPHY_KAFKA_HOME=${MURPHY_KAFKA_HOME:-$root/.cache/kafka-test}
 export MURPHY_KAFKA_PORT=${MURPHY_KAFKA_PORT:-39192}
 deploy/kafka/kafka.sh install
@@ -39,6 +42,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+
+log "golangci-lint (.golangci.yml)"
+"$root/.cache/bin/golangci-lint" run ./...
 
 short=()
 [ -n "${MURPHY_TEST_SHORT:-}" ] && short=(-short)

@@ -84,7 +84,9 @@ func TestHumanEvalLoader(t *testing.T) {
 func TestLoadGzipAndFile(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write([]byte(humanEvalFixture(t)))
+	if _, err := zw.Write([]byte(humanEvalFixture(t))); err != nil {
+		t.Fatal(err)
+	}
 	zw.Close()
 	path := filepath.Join(t.TempDir(), "he.jsonl.gz")
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
@@ -137,7 +139,9 @@ func lcbPrivate(t *testing.T, cases string) string {
 	p.Write(body)
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
-	zw.Write(p.Bytes())
+	if _, err := zw.Write(p.Bytes()); err != nil {
+		t.Fatal(err)
+	}
 	zw.Close()
 	return base64.StdEncoding.EncodeToString(z.Bytes())
 }
@@ -174,7 +178,7 @@ func TestStdioLoader(t *testing.T) {
 func zlibBytes(b []byte) []byte {
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
-	zw.Write(b)
+	_, _ = zw.Write(b) // into a bytes.Buffer: cannot fail
 	zw.Close()
 	return z.Bytes()
 }

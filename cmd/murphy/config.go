@@ -60,10 +60,6 @@ func kebabFlagNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 // flagName is the flag of the YAML key.
 func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
-// bindFlags registers one flag per leaf field of cfg (a pointer to a struct
-// holding the defaults), named by the dotted yaml path.
-func bindFlags(fs *pflag.FlagSet, cfg any) { walkPrefix(fs, "", cfg) }
-
 // walkPrefix registers the leaf fields of the struct cfg points to under prefix.
 func walkPrefix(fs *pflag.FlagSet, prefix string, cfg any) {
 	walk(fs, prefix, reflect.ValueOf(cfg).Elem())

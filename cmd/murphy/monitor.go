@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 
-	json "github.com/goccy/go-json"
 	"strings"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/stages/credit"
@@ -162,9 +164,9 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 				continue
 			}
 			seenBatch[id] = true
-			var n int
-			fmt.Sscan(rec.Headers[emit.HeaderTrees], &n)
-			batchedTrees += n
+			if n, err := strconv.Atoi(rec.Headers[emit.HeaderTrees]); err == nil {
+				batchedTrees += n
+			}
 		case <-tick:
 			m.progress(progress, start, batchedTrees)
 		}
@@ -290,7 +292,7 @@ func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, file
 	fmt.Fprintf(w, "credit flow  %d of %d failed nodes received credit from a later success\n", s.liftedFailures, s.failedNodes)
 	if s.credit != nil {
 		fmt.Fprintf(w, "credit       the run's own configuration (%s) beside the baselines on the same samples:\n", s.credit.Name())
-		credit.WriteSummaries(w, append([]*credit.Summary{s.credit}, compare...))
+		_ = credit.WriteSummaries(w, append([]*credit.Summary{s.credit}, compare...)) // w is the terminal: as fmt.Fprintf above
 	}
 	secs := max(elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(w, "throughput   %.1f samples/s, %.2f trees/s over %s\n", float64(s.Nodes)/secs, float64(s.Trees)/secs, elapsed.Round(time.Millisecond))

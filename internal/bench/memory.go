@@ -340,12 +340,12 @@ wait:
 			}
 		case <-time.After(time.Minute):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed: its exit status says nothing
 			runErr = fmt.Errorf("the stage did not stop within a minute of SIGTERM:\n%s", logs.String())
 		}
 	} else if !gone {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-exited //nolint:errcheck // killed: its exit status says nothing
 	}
 	if sm.PeakRSS == 0 && runErr == nil {
 		runErr = errors.New("no memory sample of the stage process")

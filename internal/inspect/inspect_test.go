@@ -339,7 +339,9 @@ func TestReadDirErrors(t *testing.T) {
 		t.Errorf("missing dir: %v", err)
 	}
 	f := filepath.Join(dir, "file")
-	os.WriteFile(f, []byte("x"), 0o644)
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReadDir(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("file: %v", err)
 	}
@@ -348,7 +350,9 @@ func TestReadDirErrors(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 	bad := t.TempDir()
-	os.WriteFile(filepath.Join(bad, "x.arrow"), []byte("not arrow at all"), 0o644)
+	if err := os.WriteFile(filepath.Join(bad, "x.arrow"), []byte("not arrow at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReadDir(bad); err == nil || !strings.Contains(err.Error(), "x.arrow") {
 		t.Errorf("malformed file: %v", err)
 	}

@@ -254,17 +254,15 @@ func TestKillAndRestartOnBroker(t *testing.T) {
 	h = startHelper(t, brokers, cat, dir)
 	want := expectedRows(Range{}, treesAt(0, trees))
 	deadline := time.Now().Add(120 * time.Second)
-	var count map[string]int
-	var ids []string
 	for {
-		count, ids = batchRows(t, readBatches(t, brokers, batches))
+		count, _ := batchRows(t, readBatches(t, brokers, batches))
 		if len(count) >= len(want) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	h.stop(t)
-	count, ids = batchRows(t, readBatches(t, brokers, batches))
+	count, ids := batchRows(t, readBatches(t, brokers, batches))
 	for _, w := range want {
 		if count[rowKey(w)] != 1 {
 			t.Fatalf("topic: %s appears %d times (helper output:\n%s)", rowKey(w), count[rowKey(w)], h.out)

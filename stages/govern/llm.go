@@ -160,7 +160,7 @@ func parseStrictJSON(answer string, v any) error {
 		return fmt.Errorf("%w: %v", ErrUnparsable, err)
 	}
 	var rest bytes.Buffer
-	rest.ReadFrom(dec.Buffered())
+	_, _ = rest.ReadFrom(dec.Buffered()) // an in-memory reader into a buffer: cannot fail
 	if strings.TrimSpace(rest.String()) != "" {
 		return fmt.Errorf("%w: text after the JSON object", ErrUnparsable)
 	}

@@ -58,10 +58,10 @@ func newChatServer(t *testing.T, answer func(n int64, req chatRequest) (int, str
 		w.Header().Set("Content-Type", "application/json")
 		if code != http.StatusOK {
 			w.WriteHeader(code)
-			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": content, "type": "server_error"}})
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": content, "type": "server_error"}})
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{
+		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
 			"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},
 			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
@@ -233,11 +233,10 @@ func TestLLMJudgeOutage(t *testing.T) {
 	cfg.Judges = []string{JudgeLLM}
 	cfg.RewardPolicy = topics.RewardTiered
 	cfg.LLM = llmConfig(srv.URL)
-	g, err := NewGovernor(cfg, nil, WithClock(clock))
-	if err == nil {
+	if _, err := NewGovernor(cfg, nil, WithClock(clock)); err == nil {
 		t.Fatal("an LLM judge without a chat model must be refused")
 	}
-	g, err = NewGovernor(cfg, chatModel(t, srv.URL), WithClock(clock))
+	g, err := NewGovernor(cfg, chatModel(t, srv.URL), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

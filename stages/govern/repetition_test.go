@@ -275,7 +275,7 @@ func BenchmarkRepetition(b *testing.B) {
 			for i := 0; i < n; i++ {
 				d.compressionRatio(in.text)
 			}
-			base := time.Now().Sub(t0)
+			base := time.Since(t0)
 			b.ReportMetric(float64(full)/float64(base), "x_deflate")
 		})
 	}
