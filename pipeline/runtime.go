@@ -374,8 +374,8 @@ func (rt *Runtime) serveHTTP() (*http.Server, error) {
 // handlerPool runs a stage's handler chain on up to Concurrency long-lived
 // goroutines. Watermill starts a goroutine per record; the chain (decoding
 // and encoding whole records) needs a deep stack, and growing a fresh
-// goroutine's stack to it, record after record, cost about a tenth of the
-// pipeline's CPU. The pool's workers keep their stacks, and their number
+// goroutine's stack to it, record after record, was a measurable share of
+// the pipeline's CPU. The pool's workers keep their stacks, and their number
 // bounds the handlers running at once. Workers start when no idle one is
 // there to take a record, so a stage whose handlers are quick keeps a few
 // busy workers rather than waking a different one of many for each record.
