@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // maxBodyBytes bounds a response body read into memory.
@@ -259,6 +260,7 @@ func (c *Client) call(ctx context.Context, endpoint string, body map[string]any,
 // do posts payload with retries; accept parses a 2xx body (its error counts
 // as a retriable decode error). It returns the number of attempts.
 func (c *Client) do(ctx context.Context, target, endpoint string, payload []byte, accept func([]byte) error) (int, error) {
+	var delays *backoff.ExponentialBackOff // built at the first retry: the happy path is one request
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		status, body, retryAfter, err := c.attempt(ctx, target, payload)
@@ -284,7 +286,10 @@ func (c *Client) do(ctx context.Context, target, endpoint string, payload []byte
 		e.RetryAfter = retryAfter
 		var wait time.Duration
 		if e.Retriable() && attempt < c.cfg.MaxRetries {
-			wait = c.backoff(attempt, retryAfter)
+			if delays == nil {
+				delays = c.newBackOff()
+			}
+			wait = c.wait(delays, retryAfter)
 		}
 		c.observe(Attempt{Endpoint: endpoint, Status: status, Duration: time.Since(start), Err: e, Wait: wait})
 		if wait == 0 {
@@ -300,20 +305,23 @@ func (c *Client) do(ctx context.Context, target, endpoint string, payload []byte
 	}
 }
 
-// backoff returns the wait before retry number attempt+1: the server's
-// Retry-After (capped by MaxRetryAfter) when it sent one, else exponential
-// backoff with full jitter in [d/2, d].
-func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+// newBackOff is one request's retry delays (cenkalti/backoff): d starts at
+// BackoffInitial and doubles up to BackoffMax; each wait is drawn from
+// [d/2, 3d/2].
+func (c *Client) newBackOff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = c.cfg.BackoffInitial, c.cfg.BackoffMax
+	b.Multiplier, b.RandomizationFactor = 2, 0.5
+	return b
+}
+
+// wait returns the wait before the next retry: the server's Retry-After
+// (capped by MaxRetryAfter) when it sent one, else the next of delays.
+func (c *Client) wait(delays *backoff.ExponentialBackOff, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
 		return min(retryAfter, c.cfg.MaxRetryAfter) + time.Millisecond
 	}
-	d := c.cfg.BackoffInitial
-	for i := 0; i < attempt && d < c.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, c.cfg.BackoffMax)
-	half := d / 2
-	return half + time.Duration(rand.Int64N(int64(half)+1))
+	return delays.NextBackOff()
 }
 
 // attempt makes one HTTP request while holding a slot of the in-flight bound.

@@ -105,18 +105,19 @@ func TestStatusClassification(t *testing.T) {
 
 func TestBackoffBounds(t *testing.T) {
 	c := &Client{cfg: Config{BackoffInitial: 100 * time.Millisecond, BackoffMax: time.Second, MaxRetryAfter: 5 * time.Second}}
-	for attempt := 0; attempt < 8; attempt++ {
-		d := min(100*time.Millisecond<<attempt, time.Second)
-		for i := 0; i < 50; i++ {
-			if w := c.backoff(attempt, 0); w < d/2 || w > d {
-				t.Fatalf("attempt %d: wait %v outside [%v, %v]", attempt, w, d/2, d)
+	for i := 0; i < 50; i++ {
+		delays := c.newBackOff()
+		for attempt := 0; attempt < 8; attempt++ {
+			d := min(100*time.Millisecond<<attempt, time.Second)
+			if w := c.wait(delays, 0); w < d/2 || w > d*3/2 {
+				t.Fatalf("attempt %d: wait %v outside [%v, %v]", attempt, w, d/2, d*3/2)
 			}
 		}
 	}
-	if w := c.backoff(0, 2*time.Second); w < 2*time.Second || w > 2*time.Second+10*time.Millisecond {
+	if w := c.wait(c.newBackOff(), 2*time.Second); w < 2*time.Second || w > 2*time.Second+10*time.Millisecond {
 		t.Fatalf("Retry-After not honoured: %v", w)
 	}
-	if w := c.backoff(0, time.Hour); w > 5*time.Second+10*time.Millisecond {
+	if w := c.wait(c.newBackOff(), time.Hour); w > 5*time.Second+10*time.Millisecond {
 		t.Fatalf("Retry-After not capped: %v", w)
 	}
 }

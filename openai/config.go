@@ -48,7 +48,7 @@ type Config struct {
 	// request (0 = no retry).
 	MaxRetries int `yaml:"max_retries"`
 	// BackoffInitial is the backoff before the first retry; it doubles per
-	// retry up to BackoffMax. The wait is drawn uniformly from [d/2, d].
+	// retry up to BackoffMax. Each wait is drawn from [d/2, 3d/2].
 	BackoffInitial time.Duration `yaml:"backoff_initial"`
 	// BackoffMax caps the exponential backoff.
 	BackoffMax time.Duration `yaml:"backoff_max"`

@@ -6,7 +6,7 @@ package main
 // from Config to the first paragraph of the field's doc comment.
 var fieldDocs = map[string]string{
 	"github.com/murphy-rl/murphy/openai.Config.APIKey":                                  "APIKey is sent as \"Authorization: Bearer <key>\" when not empty.",
-	"github.com/murphy-rl/murphy/openai.Config.BackoffInitial":                          "BackoffInitial is the backoff before the first retry; it doubles per retry up to BackoffMax. The wait is drawn uniformly from [d/2, d].",
+	"github.com/murphy-rl/murphy/openai.Config.BackoffInitial":                          "BackoffInitial is the backoff before the first retry; it doubles per retry up to BackoffMax. Each wait is drawn from [d/2, 3d/2].",
 	"github.com/murphy-rl/murphy/openai.Config.BackoffMax":                              "BackoffMax caps the exponential backoff.",
 	"github.com/murphy-rl/murphy/openai.Config.BaseURL":                                 "BaseURL is the API root including the version path, e.g. \"http://127.0.0.1:8000/v1\". Endpoints are appended to it.",
 	"github.com/murphy-rl/murphy/openai.Config.Headers":                                 "Headers are extra HTTP headers sent with every request.",
