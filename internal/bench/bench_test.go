@@ -171,7 +171,7 @@ func TestBottleneckTiny(t *testing.T) {
 func buildMurphy(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "murphy")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/murphy").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/murphy").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build murphy: %v\n%s", err, out)
 	}
