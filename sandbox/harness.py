@@ -668,7 +668,24 @@ def exc_kind(e):
 
 
 def failure(e):
+    if isinstance(e, MemoryError):
+        release_frames(e)
     return {"kind": exc_kind(e), "type": type_name(e), "tb": format_exc(e)[-4000:]}
+
+
+def release_frames(e):
+    """Frees what the frames of e's tracebacks hold (the list that ran the
+    program out of memory, say) before the traceback is formatted: with no
+    memory left, formatting fails or crawls, and whether the test's report
+    arrives before the CPU limit would be up to chance."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        try:
+            traceback.clear_frames(e.__traceback__)
+        except BaseException:
+            pass
+        e = e.__cause__ or e.__context__
 
 
 def flush_std():
@@ -779,7 +796,14 @@ def serve_calls(prog, frame_bytes):
         # A batch of calls is answered one frame per call, each as soon as
         # it returns.
         for name, a, k in msg["calls"]:
-            send_frame(CHAN_FD, answer(ns.get(name), decode(a), decode(k)))
+            reply = answer(ns.get(name), decode(a), decode(k))
+            send_frame(CHAN_FD, reply)
+            if reply.get("err", {}).get("kind") == "memory":
+                # Out of memory ends the run, as the memory limit kills a
+                # process: whether later tests would fit in what is left of
+                # the CPU limit is up to how fast the machine allocates.
+                flush_std()
+                return 1
     flush_std()
     return 0
 

@@ -128,6 +128,9 @@ type Result struct {
 	CPU      time.Duration
 	Wall     time.Duration
 	MaxRSSKB int64
+	// Limits are the limits the job ran under (its own, the pool's
+	// defaults where it set none).
+	Limits Limits
 	// SandboxError explains a failure of the sandbox, not of the candidate.
 	SandboxError string
 	// SandboxErrorKind classifies SandboxError (topics.SandboxError*).

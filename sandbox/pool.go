@@ -168,6 +168,7 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 	}
 	lim := job.Limits.withDefaults(p.cfg.Limits)
 	res := ps.s.run(ctx, job, lim)
+	res.Limits = lim
 	if oom := p.cg.oomKilled(ps.id); oom && res.SandboxError == "" {
 		res.MemoryKilled = true
 	}

@@ -318,3 +318,30 @@ func TestWallLimitDiscountsWaitingForCPU(t *testing.T) {
 		t.Fatalf("sleeping job with a busy child: timed out %v after %v (%+v)", res.TimedOut, res.Wall, res.Tests)
 	}
 }
+
+// TestMemoryErrorEndsTheRun: a test that runs the program out of memory is
+// reported as that test's MemoryError every time and ends the run, as the
+// memory limit kills a process: whether later tests would still fit in the
+// CPU limit must not depend on how fast the machine allocates.
+func TestMemoryErrorEndsTheRun(t *testing.T) {
+	p := testPool(t, 1)
+	code := "def f(x):\n    parts = []\n    while x:\n        parts.extend(str(i) for i in range(1000))\n    return len(parts)\n"
+	for i := range 3 {
+		res := run(t, p, &Job{Mode: ModeFunction, Code: code, EntryPoint: "f",
+			Tests:  []Test{{Kind: TestValue, Args: "1", Expected: "0"}, {Kind: TestValue, Args: "0", Expected: "0"}},
+			Limits: Limits{CPU: 20 * time.Second, Wall: 40 * time.Second, MemoryMB: 256}})
+		if res.SandboxError != "" || res.TimedOut {
+			t.Fatalf("run %d: %+v", i, res)
+		}
+		if e := res.Tests[0].Err; e == nil || e.Type != "MemoryError" || e.Kind != "memory" || res.Tests[1].Reported {
+			t.Fatalf("run %d: first test %+v, second %+v", i, res.Tests[0], res.Tests[1])
+		}
+		if res.Limits.MemoryMB != 256 || res.Limits.CPU != 20*time.Second {
+			t.Fatalf("run %d: reported limits %+v", i, res.Limits)
+		}
+	}
+	next := run(t, p, &Job{Mode: ModeFunction, Code: code, EntryPoint: "f", Tests: []Test{{Kind: TestValue, Args: "0", Expected: "0"}}})
+	if !next.Tests[0].Passed {
+		t.Fatalf("the next job: %+v", next)
+	}
+}

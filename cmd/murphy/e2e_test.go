@@ -28,6 +28,12 @@ const (
 	e2eRunID  = "e2e-7"
 	e2eGroups = "2"
 	e2eTurns  = "2"
+	// e2eMemoryMB is the runs' memory budget: a candidate that allocates
+	// without end reaches it in a fraction of its CPU limit, so that its
+	// verdict (memory) does not depend on how fast the machine allocates:
+	// at 1 GB a list-growing mutant needs most of the 10 s CPU limit and
+	// either limit may end it first, which differs between two runs.
+	e2eMemoryMB = "256"
 )
 
 func buildBinary(t *testing.T) string {
@@ -55,7 +61,7 @@ func referenceRun(t *testing.T, bin, out string, treesPerTask int) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "--seed", e2eSeed, "--run-id", e2eRunID,
 		"--group-sizes", e2eGroups, "--turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask),
-		"--progress", "10s", "--log_level", "warn", "--execute.sandbox.workers", "2",
+		"--progress", "10s", "--log_level", "warn", "--execute.sandbox.workers", "2", "--execute.sandbox.limits.memory-mb", e2eMemoryMB,
 		// Both shapes read the same tasks: calibration measures the machine
 		// at the time, so these runs keep the tasks' fixed limits.
 		"--calibrate=false")
@@ -111,7 +117,7 @@ func (d *deployment) args(replica string) []string {
 	case "generate":
 		a = append(a, "--generate.policy.simulated.seed", e2eSeed)
 	case "execute":
-		a = append(a, "--execute.sandbox.seed", e2eSeed, "--execute.sandbox.workers", "1")
+		a = append(a, "--execute.sandbox.seed", e2eSeed, "--execute.sandbox.workers", "1", "--execute.sandbox.limits.memory-mb", e2eMemoryMB)
 	case "credit":
 		// Kills and a broker restart delay children; no tree may be closed
 		// as stuck because of that.

@@ -46,7 +46,7 @@ func renderFeedback(task *topics.Task, out *Outcome, rep *report, limit int) str
 	case topics.StatusMemory:
 		fmt.Fprintf(&b, "The program exceeded the memory limit of %d MB.\n", rep.limits.MemoryMB)
 	case topics.StatusOutputLimit:
-		fmt.Fprintf(&b, "The program wrote more than %d bytes of output.\n", rep.limits.OutputBytes)
+		fmt.Fprintf(&b, "The program wrote more than %s of output.\n", byteSize(rep.limits.OutputBytes))
 	}
 	var first *detail
 	hiddenFail := 0
@@ -151,4 +151,15 @@ func validSuffix(s string, n int) string {
 		i++
 	}
 	return s[i:]
+}
+
+// byteSize writes n bytes as people read sizes: 4 MiB, 64 KiB, 100 bytes.
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -78,7 +78,7 @@ func failureKind(f *sandbox.Failure) string {
 // functionVerdict judges a python-function job whose tests ran in the
 // order of cs.
 func functionVerdict(cs []caseOf, res *sandbox.Result, lim sandbox.Limits) (Outcome, *report) {
-	rep := &report{limits: lim}
+	rep := &report{limits: effective(lim, res)}
 	out := Outcome{TestsTotal: len(cs)}
 	if res.SandboxError != "" {
 		out.Status, out.SandboxError, out.SandboxErrorKind, rep.sandbox = topics.StatusSandboxError, res.SandboxError, res.SandboxErrorKind, res.SandboxError
@@ -196,9 +196,24 @@ func notPlainText(typ string) string {
 	return "<" + typ + " object: not plain data (only exact builtin and standard-library value types are compared)>"
 }
 
+// effective is the limits a run had: what the sandbox reports (the task's,
+// the pool's defaults where it set none), else lim.
+func effective(lim sandbox.Limits, res *sandbox.Result) sandbox.Limits {
+	if res != nil && res.Limits.CPU > 0 {
+		return res.Limits
+	}
+	return lim
+}
+
 // stdioVerdict judges the runs of a stdio task, one per case of cs.
 func stdioVerdict(task *topics.Task, cs []caseOf, runs []*sandbox.Result) (Outcome, *report) {
 	rep := &report{limits: limits(task)}
+	for _, run := range runs {
+		if run != nil {
+			rep.limits = effective(rep.limits, run)
+			break
+		}
+	}
 	out := Outcome{TestsTotal: len(cs)}
 	for k, c := range cs {
 		d := detail{c: c}
