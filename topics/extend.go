@@ -143,22 +143,23 @@ func appendExtended(dst, base, own []byte) []byte {
 // executionOwn holds the fields Execution declares itself, in its order
 // and with its tags (TestExtensionFieldsMatchRecords keeps them in step).
 type executionOwn struct {
-	Status       string       `json:"status"`
-	TestsPassed  int          `json:"tests_passed"`
-	TestsTotal   int          `json:"tests_total"`
-	PassRate     float64      `json:"pass_rate"`
-	Feedback     string       `json:"feedback"`
-	DurationMS   int64        `json:"duration_ms"`
-	Results      []TestResult `json:"results,omitempty"`
-	SandboxError string       `json:"sandbox_error,omitempty"`
-	ExecutedAt   time.Time    `json:"executed_at"`
+	Status           string       `json:"status"`
+	TestsPassed      int          `json:"tests_passed"`
+	TestsTotal       int          `json:"tests_total"`
+	PassRate         float64      `json:"pass_rate"`
+	Feedback         string       `json:"feedback"`
+	DurationMS       int64        `json:"duration_ms"`
+	Results          []TestResult `json:"results,omitempty"`
+	SandboxError     string       `json:"sandbox_error,omitempty"`
+	SandboxErrorKind string       `json:"sandbox_error_kind,omitempty"`
+	ExecutedAt       time.Time    `json:"executed_at"`
 }
 
 func executionOwnOf(e *Execution) *executionOwn {
 	return &executionOwn{
 		Status: e.Status, TestsPassed: e.TestsPassed, TestsTotal: e.TestsTotal, PassRate: e.PassRate,
 		Feedback: e.Feedback, DurationMS: e.DurationMS, Results: e.Results, SandboxError: e.SandboxError,
-		ExecutedAt: e.ExecutedAt,
+		SandboxErrorKind: e.SandboxErrorKind, ExecutedAt: e.ExecutedAt,
 	}
 }
 
