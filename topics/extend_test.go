@@ -297,3 +297,24 @@ func TestEncodeCreditedTreeValidates(t *testing.T) {
 		t.Fatalf("empty tree: %v\n%s\nwant\n%s", err, got, want)
 	}
 }
+
+// A sandbox error's kind travels with the execution (govern routes on it).
+func TestEncodeExecutionKeepsTheSandboxErrorKind(t *testing.T) {
+	cb, err := Encode(sampleCandidate(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := executionOf(t, cb)
+	ex.Status, ex.SandboxError, ex.SandboxErrorKind = StatusSandboxError, "worker died", SandboxErrorWorker
+	got, err := EncodeExecution(ex, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Execution
+	if err := Decode(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.SandboxErrorKind != SandboxErrorWorker || back.SandboxError != "worker died" {
+		t.Fatalf("decoded %q %q", back.SandboxErrorKind, back.SandboxError)
+	}
+}
