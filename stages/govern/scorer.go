@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/murphy-rl/murphy/topics"
@@ -214,19 +213,16 @@ func noOpEdit(args map[string]any, p string, written map[string]string) bool {
 	return false
 }
 
-// patchIsNoOp reports whether a unified diff removes exactly the lines it
-// adds (or changes nothing at all).
+// patchIsNoOp reports whether a patch changes nothing: it is empty, or a
+// unified diff whose every change is white space or comments (the
+// reference-patch judge's token comparison). Text that is not a diff is an
+// edit we cannot see into, not a no-op.
 func patchIsNoOp(patch string) bool {
-	var removed, added []string
-	for _, l := range strings.Split(normalizeDiff(patch), "\n") {
-		switch {
-		case strings.HasPrefix(l, "-"):
-			removed = append(removed, l[1:])
-		case strings.HasPrefix(l, "+"):
-			added = append(added, l[1:])
-		}
+	if strings.TrimSpace(patch) == "" {
+		return true
 	}
-	return slices.Equal(removed, added)
+	files, ok := parsePatch(patch)
+	return ok && len(diffEdits(files)) == 0
 }
 
 // shellAction recognises file inspections and edits in a shell command:
@@ -307,63 +303,4 @@ func fmtAny(v any) string {
 		}
 		return ""
 	}
-}
-
-// normalizeDiff is the normal form of a unified diff used to spot no-op
-// edits: per file (a/ b/ prefixes dropped, files in path order), the
-// sequence of removed and added lines with white space collapsed; hunk
-// headers, line numbers, context lines and blank added/removed lines are
-// ignored.
-func normalizeDiff(s string) string {
-	type fileChange struct {
-		path  string
-		lines []string
-	}
-	var files []*fileChange
-	var cur *fileChange
-	oldPath := ""
-	for line := range strings.SplitSeq(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
-		switch {
-		case strings.HasPrefix(line, "--- "):
-			oldPath = diffPath(line[4:])
-		case strings.HasPrefix(line, "+++ "):
-			p := diffPath(line[4:])
-			if p == "/dev/null" {
-				p = oldPath
-			}
-			cur = &fileChange{path: p}
-			files = append(files, cur)
-		case strings.HasPrefix(line, "@@"), strings.HasPrefix(line, "diff "), strings.HasPrefix(line, "index "),
-			strings.HasPrefix(line, `\ No newline`):
-		case cur != nil && (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")):
-			body := normalizeSpace(line[1:])
-			if body == "" {
-				continue // blank lines added or removed do not change meaning
-			}
-			cur.lines = append(cur.lines, line[:1]+body)
-		}
-	}
-	sort.SliceStable(files, func(i, j int) bool { return files[i].path < files[j].path })
-	var sb strings.Builder
-	for _, f := range files {
-		if len(f.lines) == 0 {
-			continue
-		}
-		sb.WriteString("F " + f.path + "\n")
-		for _, l := range f.lines {
-			sb.WriteString(l + "\n")
-		}
-	}
-	return sb.String()
-}
-
-func diffPath(s string) string {
-	if i := strings.IndexByte(s, '\t'); i >= 0 {
-		s = s[:i] // "--- a/x.c\t2024-01-01 ..." carries a timestamp
-	}
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "a/") || strings.HasPrefix(s, "b/") {
-		s = s[2:]
-	}
-	return s
 }

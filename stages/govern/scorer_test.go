@@ -344,3 +344,19 @@ func TestScorerWholeResponses(t *testing.T) {
 		t.Fatalf("compile error scored: %v calls %d scores %v", err, n, res.Sample.StepScores)
 	}
 }
+
+func TestPatchIsNoOp(t *testing.T) {
+	for _, tc := range []struct {
+		patch string
+		noop  bool
+	}{
+		{"", true},
+		{"--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-x = f(a,b)\n+x = f(a, b)\n y = 1\n", true},
+		{"--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", false},
+		{"*** Begin Patch\n*** Update File: x.py\n-x = 1\n+x = 2\n*** End Patch\n", false}, // not a unified diff: unknown, not a no-op
+	} {
+		if got := patchIsNoOp(tc.patch); got != tc.noop {
+			t.Errorf("patchIsNoOp(%q) = %v, want %v", tc.patch, got, tc.noop)
+		}
+	}
+}
