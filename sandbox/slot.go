@@ -144,10 +144,11 @@ func seccompFile() (*os.File, error) {
 // limit: a job is killed after this many wall limits whatever it waited.
 const maxWallFactor = 5
 
-// runWait is how long the job's main process (every thread of it: the
-// slot's process of the job's uid whose parent is not the job's; forked
-// for the job, so it starts at zero) has waited on a run queue so far: the run_delay of /proc/PID/task/TID/schedstat,
-// time it was ready to run while no CPU was free. Only the main process
+// runWait is how long the job's main process (the slot's process of the
+// job's uid whose parent is not the job's; forked for the job, so it starts
+// at zero) has waited on a run queue so far: the longest run_delay of its
+// threads (/proc/PID/task/TID/schedstat), time one was ready to run while no
+// CPU was free. Only the main process
 // counts: the job's answers wait on it, and a child it forked that waits
 // for a CPU must not stretch the wall limit of a main process that sleeps.
 // False without a cgroup to list the processes or without schedstat.
@@ -165,7 +166,7 @@ func (s *slot) runWait() (time.Duration, bool) {
 			job[pid] = ppid
 		}
 	}
-	var sum time.Duration
+	var longest time.Duration
 	seen := false
 	for pid, ppid := range job {
 		if _, child := job[ppid]; child {
@@ -182,13 +183,16 @@ func (s *slot) runWait() (time.Duration, bool) {
 			}
 			if f := strings.Fields(string(b)); len(f) >= 2 {
 				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					sum += time.Duration(n)
+					// The longest wait of one thread: threads waiting for
+					// each other's CPU must not add up to more than the
+					// time that passed.
+					longest = max(longest, time.Duration(n))
 					seen = true
 				}
 			}
 		}
 	}
-	return sum, seen
+	return longest, seen
 }
 
 // procOwner reads a process's real uid and parent pid from /proc.
