@@ -152,6 +152,9 @@ type executionOwn struct {
 	Results          []TestResult `json:"results,omitempty"`
 	SandboxError     string       `json:"sandbox_error,omitempty"`
 	SandboxErrorKind string       `json:"sandbox_error_kind,omitempty"`
+	Diagnostics      []Diagnostic `json:"diagnostics,omitempty"`
+	TargetsFixed     int          `json:"targets_fixed,omitempty"`
+	TargetsTotal     int          `json:"targets_total,omitempty"`
 	ExecutedAt       time.Time    `json:"executed_at"`
 }
 
@@ -159,7 +162,8 @@ func executionOwnOf(e *Execution) *executionOwn {
 	return &executionOwn{
 		Status: e.Status, TestsPassed: e.TestsPassed, TestsTotal: e.TestsTotal, PassRate: e.PassRate,
 		Feedback: e.Feedback, DurationMS: e.DurationMS, Results: e.Results, SandboxError: e.SandboxError,
-		SandboxErrorKind: e.SandboxErrorKind, ExecutedAt: e.ExecutedAt,
+		SandboxErrorKind: e.SandboxErrorKind, Diagnostics: e.Diagnostics, TargetsFixed: e.TargetsFixed,
+		TargetsTotal: e.TargetsTotal, ExecutedAt: e.ExecutedAt,
 	}
 }
 
@@ -178,6 +182,7 @@ type sampleOwn struct {
 	Reward            float64   `json:"reward"`
 	InGroupStats      bool      `json:"in_group_stats"`
 	ChildrenRequested int       `json:"children_requested"`
+	PatchSimilarity   *float64  `json:"patch_similarity,omitempty"`
 	StepScores        Float32s  `json:"step_scores,omitempty"`
 	LossWeights       Float32s  `json:"loss_weights"`
 	GovernedAt        time.Time `json:"governed_at"`
@@ -186,7 +191,7 @@ type sampleOwn struct {
 func sampleOwnOf(s *Sample) *sampleOwn {
 	return &sampleOwn{
 		Route: s.Route, FailureCause: s.FailureCause, Reward: s.Reward, InGroupStats: s.InGroupStats,
-		ChildrenRequested: s.ChildrenRequested, StepScores: s.StepScores, LossWeights: s.LossWeights,
+		ChildrenRequested: s.ChildrenRequested, PatchSimilarity: s.PatchSimilarity, StepScores: s.StepScores, LossWeights: s.LossWeights,
 		GovernedAt: s.GovernedAt,
 	}
 }

@@ -45,6 +45,10 @@ const (
 	StatusMemory       = "memory"
 	StatusOutputLimit  = "output_limit"
 	StatusSandboxError = "sandbox_error"
+	// StatusPatchFailed marks a compile-fix candidate whose patch could not
+	// be applied to the task's workspace (malformed, unsafe paths, hunks
+	// that match nothing); the feedback says why.
+	StatusPatchFailed = "patch_failed"
 	// StatusNotRun marks a candidate that was never executed because it
 	// carries an infrastructure failure from an earlier stage.
 	StatusNotRun = "not_run"
@@ -114,6 +118,63 @@ type Task struct {
 	// ReferencePatch is the known-good patch of a repair task, used by the
 	// reference-patch judge.
 	ReferencePatch string `json:"reference_patch,omitempty"`
+	// Language is the task's programming language (python, c, go, java...);
+	// "" means python for python-function and stdio tasks.
+	Language string `json:"language,omitempty"`
+	// CompileFix is the repair setting of a compile-fix task.
+	CompileFix *CompileFix `json:"compile_fix,omitempty"`
+}
+
+// TaskLanguage is the task's language, python where a python-function or
+// stdio task names none.
+func (r *Task) TaskLanguage() string {
+	if r.Language == "" && (r.Kind == KindPythonFunction || r.Kind == KindStdio) {
+		return "python"
+	}
+	return r.Language
+}
+
+// Diagnostic is one compiler or build tool message, as a log states it or
+// as execute parsed it from a build.
+type Diagnostic struct {
+	// Tool is the producer: gcc, clang, go, javac, maven, gradle, rustc,
+	// tsc, python.
+	Tool string `json:"tool,omitempty"`
+	// Severity is error, warning or note.
+	Severity string `json:"severity,omitempty"`
+	// File is relative to the workspace root.
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	// Code is the tool's diagnostic code where it has one (E0425, TS2304,
+	// -Wimplicit-function-declaration, compiler.err.cant.resolve...).
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+	// Excerpt is source context around the location (feedback only).
+	Excerpt string `json:"excerpt,omitempty"`
+}
+
+// CompileFix is the setting of a compile-fix task: a workspace snapshot
+// that fails to build, how to build it, and what the failing build said.
+type CompileFix struct {
+	// Workspace is the snapshot's digest in the workspace store,
+	// "sha256:<64 hex>" (never the snapshot itself).
+	Workspace string `json:"workspace"`
+	// Build is the build command (argv), run at the workspace root, offline.
+	Build []string `json:"build"`
+	// Toolchain names the build tools (gcc, make, go, javac, maven, python).
+	Toolchain string `json:"toolchain,omitempty"`
+	// Targets are the diagnostics the failing build reports; a repair makes
+	// them go away without a new error.
+	Targets []Diagnostic `json:"target_diagnostics"`
+	// Scope lists workspace paths (files or directories) whose diagnostics
+	// count; empty means the whole workspace.
+	Scope []string `json:"compile_scope,omitempty"`
+	// Tests is an optional tests command (argv) run after a successful
+	// build; when it fails the candidate scores at most the middle tier.
+	Tests []string `json:"tests_command,omitempty"`
+	// DiskMB caps the job's writable workspace (0 = the executor's default).
+	DiskMB int `json:"disk_mb,omitempty"`
 }
 
 // TreeSpec is the per-tree configuration that travels with every record of
@@ -192,6 +253,12 @@ type Candidate struct {
 	// StepEnds are exclusive end offsets (in response tokens) of the
 	// response's steps (tool-call/turn segments). Empty means one step.
 	StepEnds []int `json:"step_ends,omitempty"`
+	// ToolSteps are the steps of an agent episode, one per tool call, in
+	// order; step i ends at StepEnds[i]. Empty for a single response.
+	ToolSteps []ToolStep `json:"tool_steps,omitempty"`
+	// EpisodeEnd says how an agent episode ended: submitted, step_budget,
+	// no_tool_call, context or error ("" for a single response).
+	EpisodeEnd string `json:"episode_end,omitempty"`
 	// Code is the program extracted from the response.
 	Code          string `json:"code"`
 	FinishReason  string `json:"finish_reason"`
@@ -202,6 +269,21 @@ type Candidate struct {
 	InfraCause  string    `json:"infra_cause,omitempty"`
 	InfraError  string    `json:"infra_error,omitempty"`
 	GeneratedAt time.Time `json:"generated_at"`
+}
+
+// ToolStep is one step of an agent episode: the model's action (a tool
+// call) and the tool's output. Response tokens [ActionStart, ActionEnd) are
+// the model's; [ActionEnd, End) are the tool's output, in the response for
+// the next step's context but masked from the loss.
+type ToolStep struct {
+	Tool string `json:"tool"`
+	// Arguments is the call's JSON arguments object.
+	Arguments   string `json:"arguments,omitempty"`
+	ActionStart int    `json:"action_start"`
+	ActionEnd   int    `json:"action_end"`
+	End         int    `json:"end"`
+	// Output is the tool's answer as the model saw it (capped).
+	Output string `json:"output,omitempty"`
 }
 
 // TestResult is the verdict of one test case.
@@ -227,8 +309,15 @@ type Execution struct {
 	SandboxError string `json:"sandbox_error,omitempty"`
 	// SandboxErrorKind classifies a sandbox_error (SandboxError* constants)
 	// so that govern routes it without reading the message.
-	SandboxErrorKind string    `json:"sandbox_error_kind,omitempty"`
-	ExecutedAt       time.Time `json:"executed_at"`
+	SandboxErrorKind string `json:"sandbox_error_kind,omitempty"`
+	// Diagnostics are a compile-fix build's error diagnostics that are not
+	// in the unpatched baseline or are targets still present.
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// TargetsFixed and TargetsTotal count the task's target diagnostics
+	// gone from the patched build.
+	TargetsFixed int       `json:"targets_fixed,omitempty"`
+	TargetsTotal int       `json:"targets_total,omitempty"`
+	ExecutedAt   time.Time `json:"executed_at"`
 }
 
 // Sample is a governed execution: routed, rewarded and weighted.
@@ -242,6 +331,10 @@ type Sample struct {
 	// ChildrenRequested is the size of the group sampled from this node
 	// (0 for a leaf).
 	ChildrenRequested int `json:"children_requested"`
+	// PatchSimilarity is the similarity ratio (0..1) of a compile-fix
+	// candidate's diff and the reference patch: a diagnostic, never the
+	// reward. Nil when not computed.
+	PatchSimilarity *float64 `json:"patch_similarity,omitempty"`
 	// StepScores are process scores s_i in [0,1], one per step.
 	StepScores Float32s `json:"step_scores,omitempty"`
 	// LossWeights are per response token; they never enter the reward.

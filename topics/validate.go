@@ -49,6 +49,11 @@ func (r *Task) Validate() error {
 	if r.Kind == KindPythonFunction && r.EntryPoint == "" {
 		return missing(n, "entry_point")
 	}
+	if r.Kind == KindCompileFix {
+		if err := r.CompileFix.validate(n); err != nil {
+			return err
+		}
+	}
 	if r.TimeoutMS < 0 || r.CalibratedTimeoutMS < 0 || r.MemoryMB < 0 {
 		return invalid(n, "timeout_ms", "limits must not be negative")
 	}
@@ -160,7 +165,55 @@ func (r *Candidate) validate(n string) error {
 		}
 		prev = e
 	}
+	prev = 0
+	for i, s := range r.ToolSteps {
+		if s.Tool == "" {
+			return invalid(n, "tool_steps", "step %d names no tool", i)
+		}
+		if s.ActionStart < prev || s.ActionEnd < s.ActionStart || s.End < s.ActionEnd || s.End > len(r.ResponseTokenIDs) {
+			return invalid(n, "tool_steps", "step %d spans [%d,%d,%d) out of order or past %d tokens",
+				i, s.ActionStart, s.ActionEnd, s.End, len(r.ResponseTokenIDs))
+		}
+		prev = s.End
+	}
 	return nil
+}
+
+// validate checks a compile-fix task's setting.
+func (c *CompileFix) validate(n string) error {
+	if c == nil {
+		return missing(n, "compile_fix")
+	}
+	if !ValidDigest(c.Workspace) {
+		return invalid(n, "compile_fix.workspace", "workspace %q is not a sha256:<64 hex> digest", c.Workspace)
+	}
+	if len(c.Build) == 0 || c.Build[0] == "" {
+		return missing(n, "compile_fix.build")
+	}
+	if c.DiskMB < 0 {
+		return invalid(n, "compile_fix.disk_mb", "must not be negative")
+	}
+	for i, d := range c.Targets {
+		if d.Message == "" && d.Code == "" {
+			return invalid(n, "compile_fix.target_diagnostics", "target %d has neither a message nor a code", i)
+		}
+	}
+	return nil
+}
+
+// ValidDigest reports whether d is a workspace digest: "sha256:" and 64
+// lower-case hex digits.
+func ValidDigest(d string) bool {
+	const p = "sha256:"
+	if len(d) != len(p)+64 || d[:len(p)] != p {
+		return false
+	}
+	for _, c := range d[len(p):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate implements Record.
@@ -177,7 +230,7 @@ func (r *Execution) validate(n string) error {
 func (r *Execution) validateOwn(n string) error {
 	switch r.Status {
 	case StatusPassed, StatusWrongAnswer, StatusRuntimeError, StatusCompileError, StatusTimeout,
-		StatusMemory, StatusOutputLimit, StatusSandboxError, StatusNotRun:
+		StatusMemory, StatusOutputLimit, StatusSandboxError, StatusNotRun, StatusPatchFailed:
 	case "":
 		return missing(n, "status")
 	default:
