@@ -35,6 +35,12 @@ type cgroups struct {
 }
 
 func newCgroups(memoryMB, procs int) *cgroups {
+	return newCgroupsTagged("murphy-sandbox", memoryMB, procs)
+}
+
+// newCgroupsTagged is newCgroups under its own directory, named after tag
+// and this process, so that several sets of slots never share a group.
+func newCgroupsTagged(tag string, memoryMB, procs int) *cgroups {
 	c := &cgroups{memoryMB: memoryMB, procs: procs, slots: map[int]string{}, pidSlots: map[int]string{},
 		cpuSlots: map[int]string{}, oom: map[int]int64{}, base: map[int]int64{}}
 	if memoryMB <= 0 {
@@ -46,7 +52,7 @@ func newCgroups(memoryMB, procs int) *cgroups {
 		c.disabled = true
 		return c
 	}
-	tag := fmt.Sprintf("murphy-sandbox-%d", os.Getpid())
+	tag = fmt.Sprintf("%s-%d", tag, os.Getpid())
 	if p, ok := own["memory"]; ok && dirExists("/sys/fs/cgroup/memory") {
 		c.memRoot = filepath.Join("/sys/fs/cgroup/memory", p, tag)
 		if pp, ok := own["pids"]; ok && dirExists("/sys/fs/cgroup/pids") {

@@ -1,0 +1,769 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// A Builder runs build commands (compilers, make, go build, javac) over a
+// workspace in a fresh bubblewrap sandbox per job: the same seccomp filter,
+// namespaces and read-only system as the Python pool, no network, a trusted
+// driver (builder.py) that copies the read-only snapshot and the job's
+// changed files onto a size-capped tmpfs at /work and runs each command as
+// the slot's job uid, reporting its end on a descriptor no command holds.
+// CPU time (every process, from the slot's cgroup), memory (cgroup), wall
+// time, output and disk are bounded from outside. SECURITY.md has the design.
+
+//go:embed builder.py
+var builderSource []byte
+
+// BuildLimits bound each command of a build job. Zero fields of a job's
+// limits take the builder's.
+type BuildLimits struct {
+	// Wall is the wall-clock limit of one command.
+	Wall time.Duration `yaml:"wall"`
+	// CPU is the CPU time of one command, all its processes together
+	// (from the slot's cgroup; RLIMIT_CPU is not used).
+	CPU time.Duration `yaml:"cpu"`
+	// DiskMB is the size of the writable workspace (/work, a tmpfs).
+	DiskMB int `yaml:"disk_mb"`
+	// TmpMB is the size of /tmp (build caches, javac output).
+	TmpMB int `yaml:"tmp_mb"`
+	// Procs caps processes and threads of the job uid (RLIMIT_NPROC).
+	Procs int `yaml:"procs"`
+	// OpenFiles caps descriptors per process (RLIMIT_NOFILE).
+	OpenFiles int `yaml:"open_files"`
+	// FileSizeMB caps any one file a command writes (RLIMIT_FSIZE).
+	FileSizeMB int `yaml:"file_size_mb"`
+	// OutputBytes caps one command's output (stdout and stderr together);
+	// past it the command is killed and flagged OutputLimited.
+	OutputBytes int `yaml:"output_bytes"`
+}
+
+// DefaultBuildLimits fit small and mid-sized C, Go, Java and Python
+// projects on a loaded two-core machine.
+func DefaultBuildLimits() BuildLimits {
+	return BuildLimits{
+		Wall: 120 * time.Second, CPU: 60 * time.Second, DiskMB: 256, TmpMB: 512,
+		Procs: 256, OpenFiles: 1024, FileSizeMB: 128, OutputBytes: 1 << 20,
+	}
+}
+
+func (l BuildLimits) withDefaults(d BuildLimits) BuildLimits {
+	pick := func(v, dv int) int {
+		if v > 0 {
+			return v
+		}
+		return dv
+	}
+	if l.Wall <= 0 {
+		l.Wall = d.Wall
+	}
+	if l.CPU <= 0 {
+		l.CPU = d.CPU
+	}
+	l.DiskMB, l.TmpMB = pick(l.DiskMB, d.DiskMB), pick(l.TmpMB, d.TmpMB)
+	l.Procs, l.OpenFiles = pick(l.Procs, d.Procs), pick(l.OpenFiles, d.OpenFiles)
+	l.FileSizeMB, l.OutputBytes = pick(l.FileSizeMB, d.FileSizeMB), pick(l.OutputBytes, d.OutputBytes)
+	return l
+}
+
+func (l BuildLimits) validate() error {
+	switch {
+	case l.Wall <= 0 || l.CPU <= 0:
+		return errors.New("sandbox: build wall and cpu limits must be positive")
+	case l.DiskMB < 1 || l.TmpMB < 1 || l.FileSizeMB < 1:
+		return errors.New("sandbox: build disk_mb, tmp_mb and file_size_mb must be >= 1")
+	case l.Procs < 1 || l.OpenFiles < 16 || l.OutputBytes < 1024:
+		return errors.New("sandbox: build procs >= 1, open_files >= 16 and output_bytes >= 1024 are required")
+	}
+	return nil
+}
+
+// BuilderConfig configures a Builder.
+type BuilderConfig struct {
+	// Workers is the number of builds run at once (0 = one per CPU).
+	Workers int `yaml:"workers"`
+	// Bwrap is the bubblewrap binary.
+	Bwrap string `yaml:"bwrap"`
+	// Python runs the build driver inside the sandbox (under /usr).
+	Python string `yaml:"python"`
+	// UIDBase is the first host uid handed to build slots, leased like the
+	// pool's (a lock file per uid under LockDir); keep the range apart from
+	// the pool's.
+	UIDBase int `yaml:"uid_base"`
+	// UIDCount is the number of host uids, from UIDBase on, for build slots.
+	UIDCount int `yaml:"uid_count"`
+	// LockDir holds the uid lock files.
+	LockDir string `yaml:"lock_dir"`
+	// MemoryMB caps every process of one build, tmpfs pages included,
+	// through the slot's memory cgroup (0 = no cgroup).
+	MemoryMB int `yaml:"memory_mb"`
+	// ReadOnly are extra host paths bound read-only at the same place
+	// (toolchain configuration outside /usr, a Maven repository...).
+	// Missing ones are skipped.
+	ReadOnly []string `yaml:"read_only"`
+	// Env is added to every command's environment (KEY=VALUE), after the
+	// builder's own (PATH, HOME, GOCACHE, GOFLAGS, ...).
+	Env []string `yaml:"env"`
+	// Limits are the default per-command limits.
+	Limits BuildLimits `yaml:"limits"`
+}
+
+// DefaultBuilderConfig is one build slot per CPU with DefaultBuildLimits.
+func DefaultBuilderConfig() BuilderConfig {
+	return BuilderConfig{
+		Bwrap: "/usr/bin/bwrap", Python: "/usr/bin/python3",
+		UIDBase: 63000, UIDCount: 1000, LockDir: os.TempDir(), MemoryMB: 2048,
+		ReadOnly: []string{"/etc/alternatives", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/ld.so.cache", "/etc/ssl/certs"},
+		Limits:   DefaultBuildLimits(),
+	}
+}
+
+// Validate checks the configuration.
+func (c BuilderConfig) Validate() error {
+	if c.Workers < 0 {
+		return fmt.Errorf("sandbox: build workers %d < 0", c.Workers)
+	}
+	if c.Bwrap == "" || c.Python == "" {
+		return errors.New("sandbox: bwrap and python paths are required")
+	}
+	if c.UIDBase < 1000 || c.UIDCount < 1 || c.UIDBase+c.UIDCount > 1<<31-2 {
+		return fmt.Errorf("sandbox: build uid range %d+%d must be non-root and above 999", c.UIDBase, c.UIDCount)
+	}
+	for _, e := range c.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("sandbox: build env %q is not KEY=VALUE", e)
+		}
+	}
+	return c.Limits.validate()
+}
+
+// BuildJob is one build of a workspace.
+type BuildJob struct {
+	// Tree is the host directory of the snapshot, bound read-only.
+	Tree string
+	// Overlay, when set, is a host directory of changed and created files
+	// copied over the snapshot (a patch's result).
+	Overlay string
+	// Deleted are workspace paths the job removes after the overlay.
+	Deleted []string
+	// Commands run in order at the workspace root; the first that fails
+	// ends the job.
+	Commands [][]string
+	// Env is added to the builder's environment for this job.
+	Env []string
+	// Seed, when set, is a host directory whose subdirectories are copied
+	// into /tmp before the commands (a warm build cache kept from an
+	// earlier job, e.g. gocache).
+	Seed string
+	// Keep names /tmp subdirectories (e.g. "gocache") copied to Export, a
+	// host directory, after every command succeeded. Only jobs over trusted
+	// trees keep anything: a kept cache seeds later jobs.
+	Keep   []string
+	Export string
+	// Limits override the builder's where non-zero.
+	Limits BuildLimits
+}
+
+// CommandResult is what one command of a build did.
+type CommandResult struct {
+	Argv []string
+	// Ran: the command started.
+	Ran bool
+	// ExitCode is the main process's exit status (-1 when killed).
+	ExitCode int
+	Signal   string
+	// TimedOut: the wall or CPU limit was reached.
+	TimedOut bool
+	// OutputLimited: the output passed Limits.OutputBytes.
+	OutputLimited bool
+	// MemoryKilled: the memory cgroup killed a process of the command.
+	MemoryKilled bool
+	// DiskFull: the workspace had no space left when the command ended.
+	DiskFull bool
+	// Output is stdout and stderr together, up to Limits.OutputBytes.
+	Output []byte
+	CPU    time.Duration
+	Wall   time.Duration
+}
+
+// OK reports whether the command exited with status 0 within its limits.
+func (c *CommandResult) OK() bool {
+	return c.Ran && c.ExitCode == 0 && c.Signal == "" && !c.TimedOut && !c.OutputLimited && !c.MemoryKilled
+}
+
+// BuildResult is everything observed about one build job.
+type BuildResult struct {
+	// Commands has one entry per job command (Ran false for those not
+	// reached).
+	Commands []CommandResult
+	// Limits the job ran under.
+	Limits BuildLimits
+	// SandboxError explains a failure of the sandbox or of preparing the
+	// workspace (a snapshot larger than the disk cap), not of the build.
+	SandboxError     string
+	SandboxErrorKind string
+	Wall             time.Duration
+}
+
+// OK reports whether every command ran and succeeded.
+func (r *BuildResult) OK() bool {
+	if r.SandboxError != "" {
+		return false
+	}
+	for i := range r.Commands {
+		if !r.Commands[i].OK() {
+			return false
+		}
+	}
+	return true
+}
+
+// Builder runs build jobs, Workers at a time.
+type Builder struct {
+	cfg    BuilderConfig
+	dir    string // host directory holding builder.py
+	slots  chan *buildSlot
+	all    []*buildSlot
+	cg     *cgroups
+	closed chan struct{}
+	once   sync.Once
+}
+
+type buildSlot struct {
+	id    int
+	lease *uidLease
+}
+
+// NewBuilder leases a uid per slot. It fails when bubblewrap or the
+// interpreter is missing or the process is not root.
+func NewBuilder(cfg BuilderConfig) (*Builder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("sandbox: the builder must run as root (it hands each build a non-root uid)")
+	}
+	for _, p := range []string{cfg.Bwrap, cfg.Python} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("sandbox: %w (install with: apt-get install -y bubblewrap python3)", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "murphy-builder-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "builder.py"), builderSource, 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	n := cfg.Workers
+	if n <= 0 {
+		n = runtime.NumCPU()
+	}
+	b := &Builder{cfg: cfg, dir: dir, slots: make(chan *buildSlot, n), closed: make(chan struct{})}
+	b.cg = newCgroupsTagged("murphy-build", cfg.MemoryMB, cfg.Limits.Procs)
+	skip := map[int]bool{}
+	for i := range n {
+		lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		skip[lease.uid] = true
+		s := &buildSlot{id: i, lease: lease}
+		b.all = append(b.all, s)
+		b.slots <- s
+	}
+	return b, nil
+}
+
+// Size is the number of builds run at once.
+func (b *Builder) Size() int { return len(b.all) }
+
+// Close waits for running builds and releases the slots.
+func (b *Builder) Close() error {
+	b.once.Do(func() {
+		close(b.closed)
+		deadline := time.After(2*b.cfg.Limits.Wall + time.Minute)
+		for range len(b.all) {
+			select {
+			case s := <-b.slots:
+				s.lease.release()
+			case <-deadline:
+			}
+		}
+		b.cg.remove()
+		os.RemoveAll(b.dir)
+	})
+	return nil
+}
+
+// ErrBuilderClosed is returned by Build after Close.
+var ErrBuilderClosed = errors.New("sandbox: builder closed")
+
+// Build runs job. The error is non-nil only when ctx ends before a slot is
+// free or the builder is closed; everything the build or the sandbox does
+// is in the result.
+func (b *Builder) Build(ctx context.Context, job *BuildJob) (*BuildResult, error) {
+	var s *buildSlot
+	select {
+	case <-b.closed:
+		return nil, ErrBuilderClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case s = <-b.slots:
+	}
+	defer func() { b.slots <- s }()
+	select {
+	case <-b.closed:
+		return nil, ErrBuilderClosed
+	default:
+	}
+	lim := job.Limits.withDefaults(b.cfg.Limits)
+	res := &BuildResult{Limits: lim, Commands: make([]CommandResult, len(job.Commands))}
+	for i, c := range job.Commands {
+		res.Commands[i] = CommandResult{Argv: append([]string(nil), c...), ExitCode: -1}
+	}
+	if err := validateJob(job); err != nil {
+		res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
+		return res, nil
+	}
+	start := time.Now()
+	b.run(ctx, s, job, lim, res)
+	res.Wall = time.Since(start)
+	if job.Export != "" {
+		if err := sealExport(job.Export); err != nil && res.SandboxError == "" {
+			res.SandboxError, res.SandboxErrorKind = "build export: "+err.Error(), topics.SandboxErrorInternal
+		}
+	}
+	if ctx.Err() != nil && res.SandboxError == "" {
+		res.SandboxError, res.SandboxErrorKind = "build canceled: "+ctx.Err().Error(), topics.SandboxErrorCanceled
+	}
+	return res, ctx.Err()
+}
+
+// sealExport makes what a job exported root's and read-only to everyone,
+// so that any later job (any slot's uid) may read it as a seed and none may
+// change it; anything but directories and regular files is removed.
+func sealExport(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := os.Lchown(p, 0, 0); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o555)
+		case d.Type().IsRegular():
+			if err := os.Lchown(p, 0, 0); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o444)
+		}
+		return os.Remove(p)
+	})
+}
+
+func validateJob(job *BuildJob) error {
+	if job.Tree == "" {
+		return errors.New("build job without a workspace tree")
+	}
+	if fi, err := os.Stat(job.Tree); err != nil || !fi.IsDir() {
+		return fmt.Errorf("build job tree %q is not a directory", job.Tree)
+	}
+	if len(job.Commands) == 0 {
+		return errors.New("build job without commands")
+	}
+	for _, c := range job.Commands {
+		if len(c) == 0 || c[0] == "" {
+			return errors.New("build job with an empty command")
+		}
+	}
+	for _, d := range job.Deleted {
+		if d == "" || filepath.IsAbs(d) || !filepath.IsLocal(d) {
+			return fmt.Errorf("build job deletes %q outside the workspace", d)
+		}
+	}
+	for _, e := range job.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("build env %q is not KEY=VALUE", e)
+		}
+	}
+	for _, k := range job.Keep {
+		if k == "" || strings.ContainsAny(k, "/\x00") || k == "." || k == ".." {
+			return fmt.Errorf("build job keeps %q: not a /tmp directory name", k)
+		}
+	}
+	if len(job.Keep) > 0 && job.Export == "" {
+		return errors.New("build job keeps directories but has no export directory")
+	}
+	return nil
+}
+
+// buildEnv is every command's environment: offline, caches in /tmp.
+func (b *Builder) buildEnv(job *BuildJob) []string {
+	env := []string{
+		"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin",
+		"HOME=/tmp/home", "TMPDIR=/tmp", "LANG=C.UTF-8", "SOURCE_DATE_EPOCH=0",
+		"GOCACHE=/tmp/gocache", "GOPATH=/tmp/gopath", "GOPROXY=off", "GOTOOLCHAIN=local",
+		"GOTELEMETRY=off", "GOFLAGS=-buildvcs=false", "GONOSUMDB=*", "GOSUMDB=off",
+		"PYTHONDONTWRITEBYTECODE=", "PYTHONHASHSEED=0", "MAVEN_OPTS=-Dmaven.repo.local=/tmp/m2",
+	}
+	env = append(env, b.cfg.Env...)
+	return append(env, job.Env...)
+}
+
+// driverJob is what the driver reads (job.json).
+type driverJob struct {
+	UID      int               `json:"uid"`
+	Env      []string          `json:"-"`
+	EnvMap   map[string]string `json:"env"`
+	Commands [][]string        `json:"commands"`
+	Deleted  []string          `json:"deleted,omitempty"`
+	Keep     []string          `json:"keep,omitempty"`
+	Limits   struct {
+		Procs     int   `json:"procs"`
+		OpenFiles int   `json:"open_files"`
+		FileSize  int64 `json:"file_size"`
+	} `json:"limits"`
+}
+
+type driverMsg struct {
+	Ev     string  `json:"ev"`
+	I      int     `json:"i"`
+	Status int     `json:"status"`
+	UTime  float64 `json:"utime"`
+	STime  float64 `json:"stime"`
+	Free   int64   `json:"free"`
+}
+
+func (b *Builder) bwrapArgs(s *buildSlot, job *BuildJob, jobDir string, lim BuildLimits) []string {
+	a := []string{
+		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session", "--hostname", "sandbox",
+		"--seccomp", strconv.Itoa(buildSeccompFD),
+		"--ro-bind", "/usr", "/usr",
+	}
+	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(p); err == nil {
+				a = append(a, "--symlink", t, p)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	// Directories bwrap creates for a bind are 0700: /etc must be readable
+	// by the job uid for the toolchain configuration bound under it.
+	a = append(a, "--perms", "0755", "--dir", "/etc")
+	for _, p := range b.cfg.ReadOnly {
+		if _, err := os.Stat(p); err == nil && filepath.IsAbs(p) {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	a = append(a,
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.Itoa(lim.TmpMB<<20), "--tmpfs", "/tmp",
+		"--size", strconv.Itoa(lim.DiskMB<<20), "--tmpfs", "/work",
+		"--ro-bind", job.Tree, "/src",
+	)
+	if job.Overlay != "" {
+		a = append(a, "--ro-bind", job.Overlay, "/patch")
+	}
+	if job.Seed != "" {
+		a = append(a, "--ro-bind", job.Seed, "/seed")
+	}
+	if job.Export != "" {
+		a = append(a, "--bind", job.Export, "/export")
+	}
+	return append(a,
+		"--ro-bind", b.dir, "/opt/murphy-builder",
+		"--ro-bind", jobDir, "/opt/murphy-build",
+		"--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+		"--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN",
+		"--cap-add", "CAP_DAC_READ_SEARCH",
+		"--chdir", "/",
+		"--", b.cfg.Python, "-I", "-B", "/opt/murphy-builder/builder.py",
+	)
+}
+
+// buildSeccompFD is the descriptor bwrap reads the filter from
+// (ExtraFiles[2]); commands' outputs follow from fd 6 on.
+const buildSeccompFD = 5
+
+func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim BuildLimits, res *BuildResult) {
+	fail := func(kind, format string, args ...any) {
+		if res.SandboxError == "" {
+			res.SandboxError, res.SandboxErrorKind = fmt.Sprintf(format, args...), kind
+		}
+	}
+	jobDir, err := os.MkdirTemp("", "murphy-build-job-")
+	if err != nil {
+		fail(topics.SandboxErrorInternal, "build job directory: %v", err)
+		return
+	}
+	defer os.RemoveAll(jobDir)
+	_ = os.Chmod(jobDir, 0o755)
+	dj := driverJob{UID: s.lease.uid, Commands: job.Commands, Deleted: job.Deleted, Keep: job.Keep, EnvMap: map[string]string{}}
+	if job.Export != "" {
+		if err := os.MkdirAll(job.Export, 0o700); err != nil {
+			fail(topics.SandboxErrorInternal, "build export directory: %v", err)
+			return
+		}
+		if err := os.Chown(job.Export, s.lease.uid, s.lease.uid); err != nil {
+			fail(topics.SandboxErrorInternal, "build export directory: %v", err)
+			return
+		}
+	}
+	for _, e := range b.buildEnv(job) {
+		k, v, _ := strings.Cut(e, "=")
+		dj.EnvMap[k] = v
+	}
+	dj.Limits.Procs, dj.Limits.OpenFiles, dj.Limits.FileSize = lim.Procs, lim.OpenFiles, int64(lim.FileSizeMB)<<20
+	spec, _ := json.Marshal(&dj)
+	if err := os.WriteFile(filepath.Join(jobDir, "job.json"), spec, 0o644); err != nil {
+		fail(topics.SandboxErrorInternal, "build job spec: %v", err)
+		return
+	}
+
+	ctrlR, ctrlW, err := os.Pipe()
+	if err != nil {
+		fail(topics.SandboxErrorInternal, "pipe: %v", err)
+		return
+	}
+	defer ctrlR.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		ctrlW.Close()
+		fail(topics.SandboxErrorInternal, "pipe: %v", err)
+		return
+	}
+	defer goW.Close()
+	filter, err := seccompFile()
+	if err != nil {
+		ctrlW.Close()
+		goR.Close()
+		fail(topics.SandboxErrorInternal, "seccomp: %v", err)
+		return
+	}
+	extra := []*os.File{ctrlW, goR, filter}
+	outs := make([]*capture, len(job.Commands))
+	var outDone sync.WaitGroup
+	var mu sync.Mutex // guards the over flags' kill decision
+	cur := -1
+	uid := s.lease.uid
+	for i := range job.Commands {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range extra {
+				f.Close()
+			}
+			fail(topics.SandboxErrorInternal, "pipe: %v", err)
+			return
+		}
+		extra = append(extra, w)
+		i := i
+		outs[i] = &capture{max: lim.OutputBytes, onOver: func() {
+			mu.Lock()
+			res.Commands[i].OutputLimited = true
+			mu.Unlock()
+			killUID(uid, time.Second)
+		}}
+		outDone.Add(1)
+		go outs[i].run(r, &outDone)
+	}
+	var log tailBuffer
+	log.max = 8 << 10
+	cmd := exec.Command(b.cfg.Bwrap, b.bwrapArgs(s, job, jobDir, lim)...)
+	cmd.Env = []string{}
+	cmd.ExtraFiles = extra
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	for _, f := range extra {
+		f.Close()
+	}
+	if err != nil {
+		outDone.Wait()
+		fail(topics.SandboxErrorInternal, "start %s: %v", b.cfg.Bwrap, err)
+		return
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	killAll := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killUID(uid, 2*time.Second)
+	}
+	defer func() {
+		killAll()
+		<-exited
+		outDone.Wait()
+		for i := range outs {
+			res.Commands[i].Output = outs[i].buf
+		}
+	}()
+	msgs := make(chan driverMsg, 8)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(ctrlR)
+		for sc.Scan() {
+			var m driverMsg
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	// Every process of the sandbox exists once the driver says hello: only
+	// then can the whole tree be moved into the slot's cgroup.
+	hello := time.NewTimer(30 * time.Second)
+	select {
+	case m, ok := <-msgs:
+		hello.Stop()
+		if !ok || m.Ev != "hello" {
+			<-exited
+			fail(topics.SandboxErrorHarness, "build driver did not start: %s", strings.TrimSpace(log.String()))
+			return
+		}
+	case <-hello.C:
+		fail(topics.SandboxErrorHarnessTimeout, "build driver did not start in 30s: %s", strings.TrimSpace(log.String()))
+		return
+	case <-ctx.Done():
+		hello.Stop()
+		return
+	}
+	b.cg.attach(s.id, cmd.Process.Pid)
+	cpuNow := func() (time.Duration, bool) { return b.cg.cpu(s.id) }
+	_, haveCPU := cpuNow()
+	b.cg.oomKilled(s.id) // reset the counter
+	if _, err := goW.Write([]byte("g")); err != nil {
+		fail(topics.SandboxErrorHarness, "build driver did not start: %s", log.String())
+		return
+	}
+
+	// Preparing the workspace copies at most DiskMB; allow it a generous
+	// fixed time plus a second per 16 MiB.
+	prepare := 30*time.Second + time.Duration(lim.DiskMB/16)*time.Second
+	deadline := time.NewTimer(prepare)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var (
+		started time.Time
+		cpu0    time.Duration
+		ready   bool
+	)
+	timeout := func() {
+		mu.Lock()
+		res.Commands[cur].TimedOut = true
+		mu.Unlock()
+		killUID(uid, time.Second)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-msgs:
+			if !ok {
+				<-exited
+				if !ready {
+					fail(topics.SandboxErrorHarness, "build driver ended before the workspace was ready: %s", strings.TrimSpace(log.String()))
+				} else if cur >= 0 && !res.Commands[cur].Ran {
+					fail(topics.SandboxErrorWorker, "build driver ended during a command: %s", strings.TrimSpace(log.String()))
+				}
+				return
+			}
+			switch m.Ev {
+			case "ready":
+				ready = true
+				if m.Status != 0 {
+					why := "could not copy the workspace"
+					if m.Status>>8 == 28 || m.Free == 0 {
+						why = fmt.Sprintf("the workspace does not fit in disk_mb %d", lim.DiskMB)
+					}
+					fail(topics.SandboxErrorInvalidJob, "build: %s: %s", why, strings.TrimSpace(log.String()))
+					return
+				}
+			case "start":
+				if m.I < 0 || m.I >= len(job.Commands) {
+					fail(topics.SandboxErrorWorker, "build driver protocol: command %d", m.I)
+					return
+				}
+				cur, started = m.I, time.Now()
+				cpu0, _ = cpuNow()
+				deadline.Reset(lim.Wall)
+			case "end":
+				if m.I != cur {
+					fail(topics.SandboxErrorWorker, "build driver protocol: end of %d during %d", m.I, cur)
+					return
+				}
+				c := &res.Commands[cur]
+				c.Ran = true
+				c.Wall = time.Since(started)
+				ws := syscall.WaitStatus(m.Status)
+				switch {
+				case ws.Exited():
+					c.ExitCode = ws.ExitStatus()
+				case ws.Signaled():
+					c.Signal = ws.Signal().String()
+				}
+				if haveCPU {
+					now, _ := cpuNow()
+					c.CPU = now - cpu0
+				} else {
+					c.CPU = time.Duration((m.UTime + m.STime) * float64(time.Second))
+				}
+				if c.CPU > lim.CPU {
+					c.TimedOut = true
+				}
+				c.MemoryKilled = b.cg.oomKilled(s.id)
+				c.DiskFull = m.Free == 0
+				deadline.Reset(prepare)
+			case "done":
+			}
+		case <-deadline.C:
+			if cur >= 0 && !res.Commands[cur].Ran {
+				timeout()
+				deadline.Reset(10 * time.Second)
+				continue
+			}
+			fail(topics.SandboxErrorHarnessTimeout, "build driver did not answer in time: %s", strings.TrimSpace(log.String()))
+			return
+		case <-tick.C:
+			if cur >= 0 && !res.Commands[cur].Ran && !res.Commands[cur].TimedOut && haveCPU {
+				if now, ok := cpuNow(); ok && now-cpu0 > lim.CPU {
+					timeout()
+				}
+			}
+		}
+	}
+}

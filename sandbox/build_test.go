@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newTestBuilder(t *testing.T, mod func(*BuilderConfig)) *Builder {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the builder needs root")
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	cfg := DefaultBuilderConfig()
+	cfg.Workers = 2
+	cfg.LockDir = t.TempDir()
+	if mod != nil {
+		mod(&cfg)
+	}
+	b, err := NewBuilder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func build(t *testing.T, b *Builder, job *BuildJob) *BuildResult {
+	t.Helper()
+	res, err := b.Build(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func sh(script string) []string { return []string{"sh", "-c", script} }
+
+func TestBuilderBuildsAndReportsFailures(t *testing.T) {
+	b := newTestBuilder(t, nil)
+	tree := writeTree(t, map[string]string{
+		"main.c":   "#include <stdio.h>\nint main(void){ printf(\"%d\\n\", foo(3)); return 0; }\n",
+		"Makefile": "all: main\nmain: main.c\n\tgcc -o main main.c\n",
+	})
+	res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{{"make"}, {"./main"}}})
+	c := res.Commands[0]
+	if res.OK() || !c.Ran || c.ExitCode != 2 || !strings.Contains(string(c.Output), "undefined reference to `foo'") {
+		t.Fatalf("failing build: %+v\n%s", res, c.Output)
+	}
+	if res.Commands[1].Ran {
+		t.Fatal("the command after a failed one ran")
+	}
+	// The overlay replaces main.c; the snapshot itself is never written.
+	over := writeTree(t, map[string]string{"main.c": "#include <stdio.h>\nint main(void){ printf(\"%d\\n\", 3); return 0; }\n"})
+	res = build(t, b, &BuildJob{Tree: tree, Overlay: over, Commands: [][]string{{"make"}, {"./main"}, sh("echo x > /src/main.c")}})
+	if !res.Commands[0].OK() || strings.TrimSpace(string(res.Commands[1].Output)) != "3" {
+		t.Fatalf("patched build: %+v", res)
+	}
+	if res.Commands[2].OK() {
+		t.Fatal("the snapshot is writable")
+	}
+	if b, _ := os.ReadFile(filepath.Join(tree, "main.c")); !strings.Contains(string(b), "foo(3)") {
+		t.Fatal("the snapshot changed")
+	}
+	res = build(t, b, &BuildJob{Tree: tree, Deleted: []string{"main.c"}, Commands: [][]string{sh("test ! -e main.c && test -e Makefile")}})
+	if !res.OK() {
+		t.Fatalf("deleted file still there: %+v %s", res, res.Commands[0].Output)
+	}
+}
+
+func TestBuilderLimits(t *testing.T) {
+	b := newTestBuilder(t, func(c *BuilderConfig) {
+		c.Limits.Wall, c.Limits.CPU = 3*time.Second, time.Second
+		c.Limits.OutputBytes, c.Limits.DiskMB, c.Limits.Procs = 64<<10, 8, 64
+	})
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	cases := []struct {
+		name  string
+		cmd   []string
+		check func(c CommandResult) bool
+	}{
+		{"sleep", sh("sleep 60"), func(c CommandResult) bool { return c.TimedOut && c.Wall < 10*time.Second }},
+		{"two busy children", sh("yes >/dev/null & yes >/dev/null & wait"), func(c CommandResult) bool {
+			return c.TimedOut && c.CPU >= time.Second && c.CPU < 3*time.Second
+		}},
+		{"flood", []string{"yes"}, func(c CommandResult) bool { return c.OutputLimited && len(c.Output) == 64<<10 }},
+		{"disk", sh("dd if=/dev/zero of=big bs=1M count=64"), func(c CommandResult) bool { return !c.OK() && c.DiskFull }},
+		{"fork bomb", sh("for i in $(seq 200); do sleep 30 & done; wait"), func(c CommandResult) bool { return !c.OK() || c.TimedOut }},
+		{"network", []string{"python3", "-c", "import socket; socket.create_connection(('1.1.1.1', 80), timeout=2)"}, func(c CommandResult) bool {
+			return !c.OK() && strings.Contains(string(c.Output), "Network is unreachable")
+		}},
+		{"host files", sh("cat /etc/shadow || ls /root || ls /home/*"), func(c CommandResult) bool { return !c.OK() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{tc.cmd}})
+			if c := res.Commands[0]; !tc.check(c) || res.SandboxError != "" {
+				t.Fatalf("%+v\n%.400s", res, c.Output)
+			}
+		})
+	}
+	// After all that, a build still works.
+	if res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{sh("cat x")}}); !res.OK() {
+		t.Fatalf("slot broken: %+v", res)
+	}
+}
+
+func TestBuilderIsolatesJobsAndCommands(t *testing.T) {
+	b := newTestBuilder(t, func(c *BuilderConfig) { c.Workers = 1 })
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{
+		sh("echo secret > /tmp/left; echo secret > left; (python3 -c 'import time; time.sleep(60)' marker7x &) ; exit 0"),
+		// The first command's background process is gone before the next.
+		sh("for p in /proc/[0-9]*; do grep -q mark''er7x $p/cmdline 2>/dev/null && exit 1; done; exit 0"),
+	}})
+	if !res.OK() {
+		t.Fatalf("%+v %s", res, res.Commands[1].Output)
+	}
+	res = build(t, b, &BuildJob{Tree: tree, Commands: [][]string{sh("test ! -e /tmp/left && test ! -e left")}})
+	if !res.OK() {
+		t.Fatal("a job saw an earlier job's files")
+	}
+}
+
+func TestBuilderKeepsAndSeeds(t *testing.T) {
+	b := newTestBuilder(t, nil)
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	exp := filepath.Join(t.TempDir(), "export")
+	res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{sh("mkdir -p /tmp/cache && echo warm > /tmp/cache/entry")},
+		Keep: []string{"cache"}, Export: exp})
+	if !res.OK() {
+		t.Fatalf("%+v", res)
+	}
+	fi, err := os.Stat(filepath.Join(exp, "cache", "entry"))
+	if err != nil || fi.Mode().Perm() != 0o444 {
+		t.Fatalf("export not sealed: %v %v", fi, err)
+	}
+	for range 2 { // both slots' uids read the seed; neither changes it
+		res = build(t, b, &BuildJob{Tree: tree, Seed: exp, Commands: [][]string{sh("grep -q warm /tmp/cache/entry && echo cold > /tmp/cache/entry")}})
+		if !res.OK() {
+			t.Fatalf("seed: %+v %s", res, res.Commands[0].Output)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(exp, "cache", "entry")); string(got) != "warm\n" {
+		t.Fatalf("seed changed: %q", got)
+	}
+}
+
+func TestBuilderRefusesBadJobs(t *testing.T) {
+	b := newTestBuilder(t, nil)
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	for _, job := range []*BuildJob{
+		{Tree: filepath.Join(tree, "missing"), Commands: [][]string{{"true"}}},
+		{Tree: tree},
+		{Tree: tree, Commands: [][]string{{}}},
+		{Tree: tree, Commands: [][]string{{"true"}}, Deleted: []string{"../x"}},
+		{Tree: tree, Commands: [][]string{{"true"}}, Keep: []string{"../etc"}, Export: t.TempDir()},
+	} {
+		if res := build(t, b, job); res.SandboxError == "" || res.OK() {
+			t.Fatalf("accepted %+v", job)
+		}
+	}
+	big := writeTree(t, map[string]string{"x": strings.Repeat("x", 3<<20)})
+	res := build(t, b, &BuildJob{Tree: big, Commands: [][]string{{"true"}}, Limits: BuildLimits{DiskMB: 1}})
+	if res.SandboxError == "" || !strings.Contains(res.SandboxError, "disk_mb") {
+		t.Fatalf("oversized snapshot: %+v", res)
+	}
+}
