@@ -1,9 +1,13 @@
 // Package builtin holds murphy's own task set: original python-function and
 // stdio problems, each with a reference solution and visible and hidden
-// tests, used by `murphy run` when no task file is given.
+// tests, and compile-fix tasks (small C, Go, Java and Python projects with
+// one injected compile error and its reference patch), used by `murphy run`
+// when no task file is given.
 //
-// The set is stored in the native task format (tasks.jsonl, one topics.Task
-// JSON object per line), which is generated from tasks_gen.py.
+// The python-function and stdio set is stored in the native task format
+// (tasks.jsonl, one topics.Task JSON object per line), generated from
+// tasks_gen.py; the compile-fix set is one directory per task under
+// compilefix/ (compilefix/README.md).
 package builtin
 
 //go:generate sh -c "python3 tasks_gen.py > tasks.jsonl"

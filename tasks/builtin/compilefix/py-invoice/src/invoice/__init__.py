@@ -1,0 +1,1 @@
+"""Invoices: line items, tax rates and plain-text rendering."""
