@@ -77,8 +77,12 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Result, error) {
 	if len(req.Messages) == 0 {
 		return nil, &Error{Kind: KindBadRequest, Message: "no messages"}
 	}
+	if err := validateTools(req); err != nil {
+		return nil, err
+	}
 	return c.sample(ctx, "/chat/completions", req.Sampling, func(body map[string]any) {
 		body["messages"] = req.Messages
+		fillTools(body, req)
 		if req.Logprobs {
 			// top_logprobs is sent even when 0: llama-cpp-python returns
 			// no logprobs without it.

@@ -36,7 +36,9 @@ type wireChat struct {
 	Choices []struct {
 		Index   int `json:"index"`
 		Message struct {
-			Content *string `json:"content"`
+			Content      *string        `json:"content"`
+			ToolCalls    []wireToolCall `json:"tool_calls"`
+			FunctionCall *wireFunction  `json:"function_call"`
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 		Logprobs     *struct {
@@ -98,6 +100,11 @@ func decodeChat(b []byte) (*Result, error) {
 	}
 	for _, c := range w.Choices {
 		ch := Choice{Index: c.Index, Text: deref(c.Message.Content), FinishReason: deref(c.FinishReason), TokenIDs: toInt32(c.TokenIDs)}
+		calls, err := decodeToolCalls(c.Message.ToolCalls, c.Message.FunctionCall)
+		if err != nil {
+			return nil, fmt.Errorf("chat response: choice %d: %w", c.Index, err)
+		}
+		ch.ToolCalls = calls
 		if c.Logprobs != nil && c.Logprobs.Content != nil {
 			ch.Tokens = make([]string, len(c.Logprobs.Content))
 			ch.Logprobs = make([]float32, len(c.Logprobs.Content))

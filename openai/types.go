@@ -2,10 +2,16 @@ package openai
 
 import "time"
 
-// Message is one chat message.
+// Message is one chat message. An assistant message that called tools
+// carries ToolCalls (its Content may be empty); a "tool" message answers the
+// call named by ToolCallID.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message made (see tools.go).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a "tool" message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
 // Sampling holds the sampling parameters shared by chat and completions.
@@ -37,6 +43,14 @@ type Sampling struct {
 // ChatRequest is a /chat/completions request.
 type ChatRequest struct {
 	Messages []Message
+	// Tools are the functions the model may call; sent when not empty.
+	Tools []Tool
+	// ToolChoice is sent when not nil: auto, none, required, or one
+	// function (see ToolChoice).
+	ToolChoice *ToolChoice
+	// ParallelToolCalls is sent when not nil (false asks for at most one
+	// call per turn; not every server honours it).
+	ParallelToolCalls *bool
 	Sampling
 }
 
@@ -51,7 +65,10 @@ type Choice struct {
 	// Index is the sample's position in the result (0..n-1).
 	Index int
 	Text  string
-	// FinishReason as the server reported it: "stop", "length", ...
+	// ToolCalls are the tool calls of a chat choice (nil when none).
+	ToolCalls []ToolCall
+	// FinishReason as the server reported it: "stop", "length",
+	// "tool_calls", ...
 	FinishReason string
 	// TokenIDs of the response; nil when the server did not return them.
 	TokenIDs []int32

@@ -1,0 +1,7 @@
+int add(int a, int b) {
+	return a + b;
+}
+
+int scale(int x) {
+	return 2 * x;
+}
