@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -11,14 +12,22 @@ import (
 //  1. Reasoning blocks <think>...</think> are removed (an unclosed <think>
 //     removes the rest of the text).
 //  2. If the text has fenced code blocks (``` or ~~~, with an optional info
-//     string), the result is the longest block tagged python, py or python3;
-//     failing that the longest untagged block; failing that the longest
-//     block of any tag. A fence left open at the end (a response cut at
-//     max_tokens) runs to the end of the text.
-//  3. Otherwise the whole text is the program.
+//     string), the result is the longest block tagged diff, patch or udiff;
+//     failing that the longest block that reads as a unified diff (a
+//     "diff --git" line, "---"/"+++" headers or an "@@ -n +m @@" hunk),
+//     untagged ones first; failing that the longest block tagged python, py
+//     or python3; failing that the longest untagged block; failing that the
+//     longest block of any tag. A fence left open at the end (a response
+//     cut at max_tokens) runs to the end of the text.
+//  3. Otherwise, when the text holds a unified diff, the diff: from its
+//     first "diff --git" line or "---"/"+++" header pair (else its first
+//     hunk header) to its last diff line, without the prose around it.
+//  4. Otherwise the whole text is the program.
 //
 // The result has surrounding blank lines removed and ends with one newline
-// ("" when there is no code at all).
+// ("" when there is no code at all). A diff keeps its trailing context
+// lines that hold a single space (blank lines of the file); only empty
+// lines are removed after it.
 func ExtractCode(text string) string {
 	text = stripThink(text)
 	type block struct {
@@ -50,16 +59,31 @@ func ExtractCode(text string) string {
 		i = j
 	}
 	if len(blocks) == 0 {
+		if d, ok := diffPart(text); ok {
+			return tidyDiff(d)
+		}
 		return tidy(text)
 	}
-	pick := func(ok func(string) bool) (string, bool) {
+	pickBlock := func(ok func(block) bool) (string, bool) {
 		best, found := "", false
 		for _, b := range blocks {
-			if ok(b.lang) && (!found || len(strings.TrimSpace(b.body)) > len(strings.TrimSpace(best))) {
+			if ok(b) && (!found || len(strings.TrimSpace(b.body)) > len(strings.TrimSpace(best))) {
 				best, found = b.body, true
 			}
 		}
 		return best, found
+	}
+	pick := func(ok func(string) bool) (string, bool) {
+		return pickBlock(func(b block) bool { return ok(b.lang) })
+	}
+	if b, ok := pick(func(l string) bool { return l == "diff" || l == "patch" || l == "udiff" }); ok {
+		return tidyDiff(b)
+	}
+	if b, ok := pickBlock(func(b block) bool { return b.lang == "" && looksLikeUnifiedDiff(b.body) }); ok {
+		return tidyDiff(b)
+	}
+	if b, ok := pickBlock(func(b block) bool { return looksLikeUnifiedDiff(b.body) }); ok {
+		return tidyDiff(b)
 	}
 	if b, ok := pick(func(l string) bool { return l == "python" || l == "py" || l == "python3" }); ok {
 		return tidy(b)
@@ -69,6 +93,81 @@ func ExtractCode(text string) string {
 	}
 	b, _ := pick(func(string) bool { return true })
 	return tidy(b)
+}
+
+var reDiffHunk = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@`)
+
+// looksLikeUnifiedDiff says whether s has a "diff --git" line, a "---" line
+// followed by a "+++" line, or a hunk header.
+func looksLikeUnifiedDiff(s string) bool {
+	_, ok := diffStart(strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n"))
+	return ok
+}
+
+// diffStart is the index of the line where a diff starts: the first
+// "diff --git" line or "---"/"+++" pair, else the first hunk header.
+func diffStart(lines []string) (int, bool) {
+	for i, l := range lines {
+		if strings.HasPrefix(l, "diff --git ") ||
+			strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+			return i, true
+		}
+	}
+	for i, l := range lines {
+		if reDiffHunk.MatchString(l) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// diffPart is the unified diff in unfenced text, from its start to its
+// last line that can be part of a diff (prose after it is dropped).
+func diffPart(text string) (string, bool) {
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	start, ok := diffStart(lines)
+	if !ok {
+		return "", false
+	}
+	end := len(lines)
+	for end > start+1 && !diffLine(lines[end-1]) {
+		end--
+	}
+	return strings.Join(lines[start:end], "\n") + "\n", true
+}
+
+// diffLine says whether a non-empty line can belong to a unified diff.
+func diffLine(l string) bool {
+	if l == "" {
+		return false
+	}
+	switch l[0] {
+	case ' ', '+', '-', '@', '\\':
+		return true
+	}
+	for _, p := range []string{"diff ", "index ", "new file mode", "deleted file mode", "old mode", "new mode",
+		"similarity index", "rename from", "rename to", "Binary files"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// tidyDiff is tidy for a diff: leading blank lines go, and trailing empty
+// ones, but a trailing " " is a context line and stays.
+func tidyDiff(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // fenceOf returns the fence that opens line ("```", "~~~~", ...) or "".

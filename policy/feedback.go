@@ -19,6 +19,9 @@ const (
 	// FeedbackFailingCase: a failing case with its input, expected and
 	// actual output.
 	FeedbackFailingCase
+	// FeedbackDiagnostic: compile diagnostics located in the source
+	// ("file:line[:col]: error[code]: message"), as a build reports them.
+	FeedbackDiagnostic
 )
 
 func (k FeedbackKind) String() string {
@@ -31,6 +34,8 @@ func (k FeedbackKind) String() string {
 		return "error"
 	case FeedbackFailingCase:
 		return "failing_case"
+	case FeedbackDiagnostic:
+		return "diagnostic"
 	}
 	return "unknown"
 }
@@ -40,14 +45,19 @@ var (
 	reExpected = regexp.MustCompile(`(?i)\bexpected\b\s*[:=]?`)
 	reActual   = regexp.MustCompile(`(?i)\b(actual|got|returned|output)\b\s*[:=]`)
 	reError    = regexp.MustCompile(`(?i)(traceback|\w+error\b|exception|assertion)`)
+	// reDiagnostic is a compiler error line: "main.c:4:17: error: ...",
+	// "App.java:9: error: ...", "x.go:3:5: error[undefined]: ...".
+	reDiagnostic = regexp.MustCompile(`(?im)^[ \t]*[^\s:]+:\d+(?::\d+)?:[ \t]*(?:fatal[ \t]+)?error\b`)
 )
 
 // ClassifyFeedback reads executor feedback. It is a failing case when it
 // names an input ("input:", "args:", "call:", "stdin:"), an expected value
 // ("expected") and an actual one ("actual:", "got:", "returned:",
-// "output:"); an error when it carries a traceback or an error name
-// (SyntaxError, NameError, ...) without a case; uninformative otherwise
-// (timeouts, memory limits, a bare status).
+// "output:"); a diagnostic, before that, when it has a compiler error line
+// located in a file ("main.c:4:17: error: ..."); an error when it carries a
+// traceback or an error name (SyntaxError, NameError, ...) without a case;
+// and uninformative otherwise (timeouts, memory limits, a bare status, a patch
+// that did not apply without a diagnostic).
 func ClassifyFeedback(feedback string) FeedbackKind {
 	f := strings.TrimSpace(feedback)
 	if f == "" {
@@ -58,6 +68,10 @@ func ClassifyFeedback(feedback string) FeedbackKind {
 	// texts.
 	l := strings.ToLower(f)
 	switch {
+	// Diagnostics first: their source excerpts may read like a case
+	// ("expected ';'", "int input = ...").
+	case strings.Contains(l, "error") && reDiagnostic.MatchString(f):
+		return FeedbackDiagnostic
 	case strings.Contains(l, "expected") && reInput.MatchString(f) && reExpected.MatchString(f) && reActual.MatchString(f):
 		return FeedbackFailingCase
 	case mayBeError(l) && reError.MatchString(f) && !isTimeout(l):

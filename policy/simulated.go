@@ -24,11 +24,15 @@ type SimulatedConfig struct {
 	// PolicyVersion is recorded on every candidate.
 	PolicyVersion int64 `yaml:"policy_version"`
 	// PReference is the chance that a first-turn sample is the reference
-	// solution.
+	// solution (for a compile-fix task, the reference patch).
 	PReference float64 `yaml:"p_reference"`
 	// PBroken is the chance that a sample that is not the reference is
 	// broken code (a syntax error or a wrong name) rather than a plausible
 	// mutant (off-by-one, wrong operator, missing edge case, wrong return).
+	// For a compile-fix task: a patch that does not apply (hunks that match
+	// nothing, a malformed header, a truncated hunk, a missing file) rather
+	// than a wrong fix that applies (the target line deleted or commented
+	// out, the function stubbed, the repair at a nearby line).
 	PBroken float64 `yaml:"p_broken"`
 	// PRepairFailingCase is the chance that a refinement repairs the
 	// program when the feedback names a failing case (input, expected,
@@ -40,6 +44,12 @@ type SimulatedConfig struct {
 	// PRepairUninformative is the chance of a repair when the feedback
 	// says nothing useful (a timeout, a bare status).
 	PRepairUninformative float64 `yaml:"p_repair_uninformative"`
+	// PRepairDiagnostic is the chance that a compile-fix refinement repairs
+	// the build when the feedback names a target diagnostic (its file and
+	// line, or its message). Diagnostics that name no target count as an
+	// error (PRepairError); a patch that did not apply, without a
+	// diagnostic, as uninformative.
+	PRepairDiagnostic float64 `yaml:"p_repair_diagnostic"`
 	// MaxTokens truncates responses longer than this many tokens, with
 	// finish_reason "length" (0 = no limit).
 	MaxTokens int `yaml:"max_tokens"`
@@ -56,6 +66,7 @@ func DefaultSimulatedConfig() SimulatedConfig {
 		PRepairFailingCase:   0.6,
 		PRepairError:         0.4,
 		PRepairUninformative: 0.1,
+		PRepairDiagnostic:    0.6,
 	}
 }
 
@@ -68,7 +79,7 @@ func (c SimulatedConfig) Validate() error {
 	}{
 		{"p_reference", c.PReference}, {"p_broken", c.PBroken},
 		{"p_repair_failing_case", c.PRepairFailingCase}, {"p_repair_error", c.PRepairError},
-		{"p_repair_uninformative", c.PRepairUninformative},
+		{"p_repair_uninformative", c.PRepairUninformative}, {"p_repair_diagnostic", c.PRepairDiagnostic},
 	} {
 		if !(p.v >= 0 && p.v <= 1) {
 			errs = append(errs, fmt.Errorf("%s must be in [0,1], got %v", p.name, p.v))
@@ -86,8 +97,10 @@ func (c SimulatedConfig) Validate() error {
 // Simulated is the simulated policy. It is NOT a model: it samples a task's
 // reference solution, plausible mutants of it, or broken code, and on a
 // refinement prompt repairs the program with a probability that depends on
-// how informative the feedback is (ClassifyFeedback). Token ids come from
-// the simple tokenizer (Tokenize); logprobs are synthetic.
+// how informative the feedback is (ClassifyFeedback). For a compile-fix task
+// it samples diffs instead: the reference patch, wrong fixes or broken
+// patches (simulated_compilefix.go). Token ids come from the simple
+// tokenizer (Tokenize); logprobs are synthetic.
 type Simulated struct {
 	cfg SimulatedConfig
 	mut *mutator
@@ -165,6 +178,9 @@ func (s *Simulated) Choose(p *topics.Prompt, task *topics.Task, nodeID string) (
 
 // choose is Choose for a prompt whose feedback reads as fb (feedbackOf).
 func (s *Simulated) choose(p *topics.Prompt, task *topics.Task, nodeID string, fb FeedbackKind) (Outcome, string) {
+	if task.Kind == topics.KindCompileFix {
+		return s.chooseCompileFix(p, task, nodeID)
+	}
 	r := s.rng(nodeID)
 	ref := reference(task)
 	o := Outcome{Feedback: fb}
@@ -173,7 +189,7 @@ func (s *Simulated) choose(p *topics.Prompt, task *topics.Task, nodeID string, f
 		switch o.Feedback {
 		case FeedbackFailingCase:
 			pRight = s.cfg.PRepairFailingCase
-		case FeedbackError:
+		case FeedbackError, FeedbackDiagnostic:
 			pRight = s.cfg.PRepairError
 		default:
 			pRight = s.cfg.PRepairUninformative
@@ -209,8 +225,13 @@ func (s *Simulated) choose(p *topics.Prompt, task *topics.Task, nodeID string, f
 
 func (s *Simulated) sample(p *topics.Prompt, task *topics.Task, nodeID string, fb FeedbackKind, promptIDs []int32) Sample {
 	r := s.rng(nodeID + "/text")
-	_, code := s.choose(p, task, nodeID, fb)
-	text := render(code, r)
+	o, code := s.choose(p, task, nodeID, fb)
+	var text string
+	if task.Kind == topics.KindCompileFix {
+		text = renderPatch(code, o, r)
+	} else {
+		text = render(code, r)
+	}
 	ids, ends := TokenizeOffsets(text)
 	finish := "stop"
 	if s.cfg.MaxTokens > 0 && len(ids) > s.cfg.MaxTokens {

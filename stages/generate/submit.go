@@ -73,14 +73,22 @@ func (c SubmitConfig) Validate() error {
 }
 
 // RootPromptText is the turn-1 prompt for a task: an instruction by task
-// kind followed by the task's own prompt.
+// kind followed by the task's own prompt. A compile-fix task asks for a
+// unified diff against the files the prompt shows, not for a program.
 func RootPromptText(t *topics.Task) string {
 	var instr string
 	switch t.Kind {
 	case topics.KindStdio:
 		instr = "Write a complete Python program that reads from standard input and writes the answer to standard output."
 	case topics.KindCompileFix:
-		instr = "Fix the code so that it builds and its tests pass."
+		goal := "builds"
+		if t.CompileFix != nil && len(t.CompileFix.Tests) > 0 {
+			goal = "builds and its tests pass"
+		}
+		return "Fix the code below so that it " + goal + ", changing as little as possible." +
+			" Reply with a unified diff (git style: --- a/<path> and +++ b/<path> headers, paths relative to the" +
+			" repository root, @@ hunks with three lines of context) against the files as shown, in one ```diff code block.\n\n" +
+			t.Prompt
 	default:
 		instr = "Complete the Python function below."
 	}

@@ -11,12 +11,15 @@ import (
 )
 
 // DefaultRefinementTemplate is the refinement prompt of MURPHY: the original
-// task, the failed program and what the executor said about it.
+// task, the failed program and what the executor said about it. For a
+// compile-fix task the failed attempt is a diff that was never applied to
+// the files the task shows, so the prompt asks for a new diff against those
+// original files, not for one on top of the previous attempt.
 const DefaultRefinementTemplate = `{{.Task}}
 
 Your previous attempt (turn {{.Turn}} of {{.MaxTurns}}) did not solve the task.
 
-Previous attempt:
+Previous attempt{{if eq .Kind "compile-fix"}} (a patch; it has not been applied, the files above are unchanged){{end}}:
 ` + "```{{.Language}}" + `
 {{.Code}}
 ` + "```" + `
@@ -25,7 +28,7 @@ Result: {{.Status}}{{if .TestsTotal}}, {{.TestsPassed}} of {{.TestsTotal}} tests
 Feedback from running it:
 {{.Feedback}}
 
-Write a corrected, complete solution.`
+{{if eq .Kind "compile-fix"}}Write a new unified diff against the original files shown above (not against your previous attempt) that fixes the build, in one ` + "```diff" + ` code block.{{else}}Write a corrected, complete solution.{{end}}`
 
 // RefinementData are the fields of the refinement template.
 type RefinementData struct {
