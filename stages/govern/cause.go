@@ -45,6 +45,7 @@ const (
 	CauseTimeout      = topics.StatusTimeout // the candidate's own code ran too long
 	CauseMemory       = topics.StatusMemory
 	CauseOutputLimit  = topics.StatusOutputLimit
+	CausePatchFailed  = topics.StatusPatchFailed // a compile-fix patch that does not apply
 )
 
 // Causes lists every cause of the taxonomy (a fresh slice).
@@ -53,6 +54,7 @@ func Causes() []string {
 		CauseInference, CauseContextOverflow, CauseSandbox, CauseHarnessTimeout, CauseNotRun, CauseJudge, CauseScorer, CauseInfraOther,
 		CauseRepetition, CauseTruncated, CauseExcessiveSteps,
 		CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit,
+		CausePatchFailed,
 	}
 }
 
@@ -65,7 +67,8 @@ func classOf(cause string) Class {
 		return ClassDegenerate
 	}
 	switch cause {
-	case CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit:
+	case CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit,
+		CausePatchFailed:
 		return ClassNormal
 	}
 	return ""

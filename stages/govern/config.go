@@ -47,6 +47,12 @@ type Config struct {
 	// that does not abstain decides whether a candidate is correct. When all
 	// abstain the tests decide. Names: tests, reference_patch, llm.
 	Judges []string `yaml:"judges"`
+	// CompileFixJudges is the chain for compile-fix candidates whose patch
+	// builds (and passes the task's tests command): the first judge that
+	// does not abstain decides whether the repair is consistent with the
+	// reference (1) or not (the middle tier); when all abstain it is not.
+	// Names: reference_patch, llm.
+	CompileFixJudges []string `yaml:"compile_fix_judges"`
 	// TestsGate makes the tests a necessary condition: a candidate that
 	// fails any test is wrong and the judge chain is asked only about
 	// candidates that pass every test. Off, the chain also judges failing
@@ -204,11 +210,12 @@ type ExpansionConfig struct {
 // scorer outages counting in group statistics.
 func DefaultConfig() Config {
 	return Config{
-		RewardPolicy:   topics.RewardPassRate,
-		Tiers:          Tiers{NoCompile: 0, Wrong: 0.5, Unsure: 0.5, Correct: 1},
-		Judges:         []string{JudgeTests},
-		TestsGate:      true,
-		ReferencePatch: ReferencePatchConfig{MismatchAbstains: true},
+		RewardPolicy:     topics.RewardPassRate,
+		Tiers:            Tiers{NoCompile: 0, Wrong: 0.5, Unsure: 0.5, Correct: 1},
+		Judges:           []string{JudgeTests},
+		CompileFixJudges: []string{JudgeReferencePatch},
+		TestsGate:        true,
+		ReferencePatch:   ReferencePatchConfig{MismatchAbstains: true},
 		LLMJudge: LLMJudgeConfig{
 			IncludeReference: true,
 			MaxCodeBytes:     12 << 10,
@@ -276,6 +283,18 @@ func (c Config) Validate() error {
 		}
 		if seen[j] {
 			errs = append(errs, fmt.Errorf("judges: %q listed twice", j))
+		}
+		seen[j] = true
+	}
+	seen = map[string]bool{}
+	for _, j := range c.CompileFixJudges {
+		switch j {
+		case JudgeReferencePatch, JudgeLLM:
+		default:
+			errs = append(errs, fmt.Errorf("compile_fix_judges: unknown judge %q (reference_patch, llm)", j))
+		}
+		if seen[j] {
+			errs = append(errs, fmt.Errorf("compile_fix_judges: %q listed twice", j))
 		}
 		seen[j] = true
 	}
@@ -354,7 +373,7 @@ func (c Config) Validate() error {
 
 // usesLLM reports whether the LLM judge or the LLM scorer is configured.
 func (c Config) usesLLM() bool {
-	return slices.Contains(c.Judges, JudgeLLM) || c.Scorer == ScorerLLM
+	return slices.Contains(c.Judges, JudgeLLM) || slices.Contains(c.CompileFixJudges, JudgeLLM) || c.Scorer == ScorerLLM
 }
 
 func (c LLMJudgeConfig) validate(name string) []error {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
+	"github.com/murphy-rl/murphy/workspace/patch"
 )
 
 // TaskLookup finds a task by id: the shared tasks.Lookup (over the
@@ -120,6 +122,20 @@ func NewGovernor(cfg Config, model ChatModel, opts ...Option) (*Governor, error)
 			}
 		}
 	}
+	for _, name := range cfg.CompileFixJudges {
+		switch name {
+		case JudgeReferencePatch:
+			g.judges.compileFix = append(g.judges.compileFix, ReferencePatchJudge{MismatchAbstains: true})
+		case JudgeLLM:
+			if llmJudge == nil {
+				if llmJudge, err = NewLLMJudge(cfg.LLMJudge, model); err != nil {
+					return nil, fmt.Errorf("govern: %w", err)
+				}
+				llmJudge.events = g.events
+			}
+			g.judges.compileFix = append(g.judges.compileFix, llmJudge)
+		}
+	}
 	if g.scorer == nil {
 		switch cfg.Scorer {
 		case ScorerNone:
@@ -191,6 +207,10 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 		return Result{}, fmt.Errorf("scorer %s returned %d scores for %d steps", g.scorer.Name(), len(scores), len(steps))
 	}
 	s := g.sample(ex, cause, reward, scores)
+	if task.Kind == topics.KindCompileFix && task.ReferencePatch != "" && strings.TrimSpace(ex.Code) != "" {
+		r := patch.Similarity(ex.Code, task.ReferencePatch)
+		s.PatchSimilarity = &r
+	}
 	res := Result{Sample: s, Judge: d.judge}
 	if g.cfg.Expansion.Enabled && !d.solved() && !slices.Contains(g.cfg.Expansion.SkipCauses, cause) {
 		if size := childGroupSize(ex.TreeSpec, ex.Turn); size > 0 {
@@ -235,7 +255,19 @@ func (g *Governor) sample(ex *topics.Execution, cause string, reward float64, sc
 		s.StepScores = scores
 	}
 	s.LossWeights = LossWeights(s.Route, StepSpans(&ex.Candidate), scores, len(ex.ResponseTokenIDs), float32(g.cfg.PenaltyWeight))
+	MaskToolOutputs(s.LossWeights, ex.ToolSteps)
 	return s
+}
+
+// MaskToolOutputs zeroes the loss weight of every tool-output token of an
+// agent episode ([ActionEnd, End) of each step): those tokens are the
+// environment's, in the response only as context for the next step.
+func MaskToolOutputs(w []float32, steps []topics.ToolStep) {
+	for _, st := range steps {
+		for i := max(st.ActionEnd, 0); i < st.End && i < len(w); i++ {
+			w[i] = 0
+		}
+	}
 }
 
 // LossWeights computes per-token loss weights (len n):

@@ -243,6 +243,57 @@ func ParseJudgeAnswer(answer string) (Verdict, error) {
 	return Abstain, fmt.Errorf("%w: verdict %q is not \"correct\", \"incorrect\" or \"unsure\"", ErrUnparsable, a.Verdict)
 }
 
+// DefaultRepairRubric is the LLM judge's system prompt for compile-fix
+// repairs: two patches, in an order that does not say which is the
+// reference.
+const DefaultRepairRubric = `You compare two patches that each try to repair the same build failure of a repository.
+Decide whether patch A and patch B are equivalent repairs: they fix the cause the diagnostics name in the same way, so that the program behaves the same after either. Different formatting, comments, names of new locals or an equivalent expression do not matter. A patch that deletes or stubs out the failing code, or fixes a different spot, is different.
+Answer with one JSON object and nothing else: {"verdict": "equivalent" | "different" | "unsure", "reason": "<one sentence>"}`
+
+// ParseRepairAnswer parses the judge's answer about two repairs strictly:
+// equivalent is Correct, different Wrong, unsure Unsure.
+func ParseRepairAnswer(answer string) (Verdict, error) {
+	var a judgeAnswer
+	if err := parseStrictJSON(answer, &a); err != nil {
+		return Abstain, err
+	}
+	switch a.Verdict {
+	case "equivalent":
+		return Correct, nil
+	case "different":
+		return Wrong, nil
+	case "unsure":
+		return Unsure, nil
+	}
+	return Abstain, fmt.Errorf("%w: verdict %q is not \"equivalent\", \"different\" or \"unsure\"", ErrUnparsable, a.Verdict)
+}
+
+// RepairMessages builds the conversation about a compile-fix candidate:
+// the target diagnostics and both diffs, in an order fixed by a hash of the
+// task and the candidate, so the judge cannot tell the reference by place.
+func (j *LLMJudge) RepairMessages(task *topics.Task, ex *topics.Execution) []topics.Message {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Build failure of task %s", task.TaskID)
+	if task.CompileFix != nil {
+		fmt.Fprintf(&b, " (build command: %s)", strings.Join(task.CompileFix.Build, " "))
+		b.WriteString(":\n")
+		for _, d := range task.CompileFix.Targets {
+			fmt.Fprintf(&b, "%s:%d:%d: %s %s %s\n", d.File, d.Line, d.Column, d.Severity, d.Code, d.Message)
+		}
+	} else {
+		b.WriteString(":\n")
+	}
+	a, c := headTail(ex.Code, j.cfg.MaxCodeBytes), headTail(task.ReferencePatch, j.cfg.MaxCodeBytes)
+	if referenceFirst(task.TaskID, ex.Code) {
+		a, c = c, a
+	}
+	fmt.Fprintf(&b, "\nPatch A:\n```diff\n%s\n```\n\nPatch B:\n```diff\n%s\n```\n", a, c)
+	return []topics.Message{{Role: "system", Content: DefaultRepairRubric}, {Role: "user", Content: b.String()}}
+}
+
+// referenceFirst decides the blind order of RepairMessages.
+func referenceFirst(taskID, code string) bool { return hashKey(taskID, code)[0]&1 == 1 }
+
 // JudgeMessages builds the conversation the judge is asked.
 func (j *LLMJudge) JudgeMessages(task *topics.Task, ex *topics.Execution) []topics.Message {
 	rubric := j.cfg.Rubric
@@ -273,9 +324,13 @@ func (j *LLMJudge) Judge(ctx context.Context, task *topics.Task, ex *topics.Exec
 		cctx, cancel := context.WithTimeout(ctx, j.cfg.Timeout)
 		defer cancel()
 		var v Verdict
-		failures, err := askJSON(cctx, j.model, j.JudgeMessages(task, ex), j.cfg.Attempts, func(a string) error {
+		msgs, parse := j.JudgeMessages(task, ex), ParseJudgeAnswer
+		if task.Kind == topics.KindCompileFix && task.ReferencePatch != "" {
+			msgs, parse = j.RepairMessages(task, ex), ParseRepairAnswer
+		}
+		failures, err := askJSON(cctx, j.model, msgs, j.cfg.Attempts, func(a string) error {
 			var perr error
-			v, perr = ParseJudgeAnswer(a)
+			v, perr = parse(a)
 			return perr
 		})
 		for range failures {

@@ -325,7 +325,7 @@ func TestLLMJudgeIncludeReference(t *testing.T) {
 	srv := newChatServer(t, func(int64, chatRequest) (int, string) { return http.StatusOK, `{"verdict":"correct"}` })
 	const patch = "--- a/add.py\n+++ b/add.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	repair := testTask()
-	repair.TaskID, repair.Kind, repair.ReferencePatch = "t-repair", topics.KindCompileFix, patch
+	repair.TaskID, repair.ReferencePatch = "t-repair", patch // compile-fix repairs get RepairMessages (compilefix_test.go)
 	bare := testTask()
 	bare.TaskID, bare.Reference = "t-bare", ""
 	cases := []struct {

@@ -142,7 +142,7 @@ func TestReferencePatchMismatchAbstainsByDefault(t *testing.T) {
 	}
 	cfg.Judges, cfg.RewardPolicy = []string{JudgeReferencePatch}, topics.RewardTiered
 	task := testTask()
-	task.Kind, task.ReferencePatch = topics.KindCompileFix, refPatch
+	task.ReferencePatch = refPatch // the general chain; compile-fix tasks have their own (compilefix_test.go)
 	res, err := newGovernor(t, cfg).Govern(context.Background(), execution(func(e *topics.Execution) { e.Code = otherPatch }), tasksWith(task))
 	if err != nil {
 		t.Fatal(err)

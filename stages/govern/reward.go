@@ -85,6 +85,8 @@ func testsPassed(ex *topics.Execution) bool {
 type judgeChain struct {
 	judges []Judge
 	gate   bool
+	// compileFix are the judges of compile-fix repairs that build.
+	compileFix []Judge
 }
 
 // decision is the outcome of judging one execution.
@@ -102,6 +104,9 @@ func (d decision) solved() bool { return d.verdict == Correct }
 // test is wrong without asking the chain. Otherwise the first judge that
 // does not abstain decides, and the tests decide when all abstain.
 func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.Execution) (decision, error) {
+	if task != nil && task.Kind == topics.KindCompileFix {
+		return c.decideRepair(ctx, task, ex)
+	}
 	if ex.Status == topics.StatusCompileError {
 		return decision{verdict: Wrong, judge: JudgeTests}, nil
 	}
@@ -126,6 +131,39 @@ func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.E
 	}
 	if testsPassed(ex) {
 		d.verdict = Correct
+	}
+	return d, nil
+}
+
+// decideRepair judges a compile-fix candidate (COMPILEFIX.md): a patch that
+// does not apply or a build that fails does not compile; a build whose tests
+// command fails is at most the middle tier; a build that passes is correct
+// when the first non-abstaining repair judge finds it consistent with the
+// reference, and otherwise (a stub, a deletion, a different fix, every judge
+// abstaining) it is not.
+func (c *judgeChain) decideRepair(ctx context.Context, task *topics.Task, ex *topics.Execution) (decision, error) {
+	switch ex.Status {
+	case topics.StatusPassed:
+	case topics.StatusWrongAnswer:
+		return decision{compiles: true, verdict: Wrong, judge: JudgeTests}, nil
+	default:
+		return decision{verdict: Wrong, judge: "build"}, nil
+	}
+	d := decision{compiles: true, verdict: Wrong, judge: "build"}
+	for _, j := range c.compileFix {
+		v, err := j.Judge(ctx, task, ex)
+		if err != nil {
+			var je *JudgeError
+			if !errors.As(err, &je) {
+				err = &JudgeError{Judge: j.Name(), Err: err}
+			}
+			return d, err
+		}
+		switch v {
+		case Correct, Wrong, Unsure:
+			d.verdict, d.judge = v, j.Name()
+			return d, nil
+		}
 	}
 	return d, nil
 }
