@@ -25,6 +25,11 @@ type Outcome struct {
 	// MaxRunCPU is the largest CPU time of one sandbox run (the whole
 	// job; a stdio task has one run per test).
 	MaxRunCPU time.Duration
+	// Diagnostics, TargetsFixed and TargetsTotal describe a compile-fix
+	// build (COMPILEFIX.md).
+	Diagnostics  []topics.Diagnostic
+	TargetsFixed int
+	TargetsTotal int
 }
 
 // Evaluator runs programs against tasks and decides verdicts. It is the
@@ -37,6 +42,9 @@ type Evaluator struct {
 	// StdioMaxTimeouts stops a stdio task's remaining cases after this many
 	// timed out (they count as timeouts); 0 runs every case.
 	StdioMaxTimeouts int
+	// CompileFix evaluates compile-fix tasks; nil means this executor does
+	// not run them (a sandbox_error, invalid_job).
+	CompileFix *CompileFix
 }
 
 // Evaluate runs code (a whole program) against task. The error is non-nil
@@ -53,8 +61,15 @@ func (e *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		out, err = e.function(ctx, task, code)
 	case topics.KindStdio:
 		out, err = e.stdio(ctx, task, code)
+	case topics.KindCompileFix:
+		if e.CompileFix != nil {
+			out, err = e.CompileFix.Evaluate(ctx, task, code, e.cap())
+			break
+		}
+		out = Outcome{Status: topics.StatusSandboxError, SandboxError: "this executor has no build sandbox and workspace store for compile-fix tasks",
+			SandboxErrorKind: topics.SandboxErrorInvalidJob}
+		out.Feedback = renderFeedback(task, &out, nil, e.cap())
 	default:
-		// compile-fix needs a repository snapshot runner (a later issue).
 		out = Outcome{Status: topics.StatusSandboxError, SandboxError: fmt.Sprintf("task kind %q is not supported by this executor", task.Kind),
 			SandboxErrorKind: topics.SandboxErrorInvalidJob}
 		out.Feedback = renderFeedback(task, &out, nil, e.cap())

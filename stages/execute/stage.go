@@ -36,7 +36,7 @@ type Stage struct {
 // production; a benchmark may pass another sandbox.Runner) and a task
 // lookup. reg may be nil (no metrics). Without a pool, cfg.Concurrency must
 // say how many candidates are evaluated at once.
-func NewStage(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+func NewStage(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -54,11 +54,22 @@ func NewStage(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{
+	s := &Stage{
 		cfg: cfg, runner: runner, lookup: lookup, cat: cat, metrics: m, now: time.Now,
 		eval: &Evaluator{Runner: runner, FeedbackBytes: cfg.FeedbackBytes, StdioMaxTimeouts: cfg.StdioMaxTimeouts},
-	}, nil
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
+
+// Option customises a Stage.
+type Option func(*Stage)
+
+// WithCompileFix evaluates compile-fix tasks with cf (OpenCompileFix); the
+// caller owns it.
+func WithCompileFix(cf *CompileFix) Option { return func(s *Stage) { s.eval.CompileFix = cf } }
 
 // Spec describes the stage for the pipeline runtime.
 func (s *Stage) Spec() pipeline.Stage {
@@ -100,6 +111,7 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 		}
 		ex.Status, ex.TestsPassed, ex.TestsTotal, ex.PassRate = o.Status, o.TestsPassed, o.TestsTotal, o.PassRate
 		ex.Feedback, ex.Results, ex.SandboxError, ex.SandboxErrorKind = o.Feedback, o.Results, o.SandboxError, o.SandboxErrorKind
+		ex.Diagnostics, ex.TargetsFixed, ex.TargetsTotal = o.Diagnostics, o.TargetsFixed, o.TargetsTotal
 		ex.DurationMS = o.Duration.Milliseconds()
 		s.metrics.observe(o.Duration)
 	}

@@ -1,0 +1,379 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/murphy-rl/murphy/workspace"
+	"github.com/murphy-rl/murphy/workspace/patch"
+)
+
+// Builder runs build jobs (a *sandbox.Builder in production).
+type Builder interface {
+	Build(ctx context.Context, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+}
+
+// CompileFix evaluates compile-fix candidates (COMPILEFIX.md): it applies
+// the candidate's diff to the task's cached snapshot, builds the result in
+// the build sandbox and compares its diagnostics with the snapshot's
+// baseline, recorded once per snapshot.
+type CompileFix struct {
+	Builder Builder
+	Cache   *workspace.Cache
+	// Dir holds per-job overlays and kept build caches ("" = os.TempDir()).
+	Dir string
+	// Patch bounds the candidate's diff (zero fields: the patch defaults).
+	Patch patch.Options
+
+	mu        sync.Mutex
+	baselines map[string]*baseline
+	// seeds are the kept build caches by toolchain (the build command's
+	// program), each kept from the first baseline of the toolchain.
+	seeds  map[string]string
+	flight singleflight.Group
+}
+
+// baseline is the unpatched build of one snapshot.
+type baseline struct {
+	diags []topics.Diagnostic
+	ok    bool   // the unpatched tree builds
+	seed  string // kept build caches, "" for none
+	note  string // why the baseline could not be recorded, "" when it was
+}
+
+// maxBaselines bounds the baselines kept (each may hold a build cache).
+const maxBaselines = 512
+
+// compileLimits maps a task's limits onto the build sandbox's.
+func compileLimits(task *topics.Task) sandbox.BuildLimits {
+	var l sandbox.BuildLimits
+	if task.TimeoutMS > 0 {
+		l.CPU = time.Duration(task.TimeoutMS) * time.Millisecond
+		l.Wall = 2*l.CPU + 5*time.Second
+	}
+	if task.CompileFix != nil {
+		l.DiskMB = task.CompileFix.DiskMB
+	}
+	return l
+}
+
+// toolOf is the diagnostics parser's hint for a task.
+func toolOf(cf *topics.CompileFix) string {
+	if cf.Toolchain != "" {
+		return cf.Toolchain
+	}
+	return filepath.Base(cf.Build[0])
+}
+
+func (c *CompileFix) dir() string {
+	if c.Dir != "" {
+		return c.Dir
+	}
+	return os.TempDir()
+}
+
+// baseline returns the snapshot's baseline, building it once.
+func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *workspace.Tree) (*baseline, error) {
+	cf := task.CompileFix
+	key := tree.Digest() + "\x00" + strings.Join(cf.Build, "\x00")
+	c.mu.Lock()
+	b := c.baselines[key]
+	c.mu.Unlock()
+	if b != nil {
+		return b, nil
+	}
+	v, err, _ := c.flight.Do(key, func() (any, error) {
+		seed, err := os.MkdirTemp(c.dir(), "murphy-seed-")
+		if err != nil {
+			return nil, fmt.Errorf("execute: baseline seed: %w", err)
+		}
+		export := filepath.Join(seed, "kept")
+		tool := toolOf(cf)
+		c.mu.Lock()
+		prev := c.seeds[tool]
+		c.mu.Unlock()
+		job := &sandbox.BuildJob{Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task), Seed: prev}
+		if prev == "" {
+			// One kept cache per toolchain: it holds what every project
+			// of the toolchain needs (Go's standard library), and later
+			// baselines start from it without keeping their own.
+			job.Keep, job.Export = []string{"gocache"}, export
+		}
+		res, err := c.Builder.Build(ctx, job)
+		if err != nil {
+			os.RemoveAll(seed)
+			return nil, err
+		}
+		b := &baseline{}
+		if res.SandboxError != "" {
+			os.RemoveAll(seed)
+			b.note = res.SandboxError
+			return b, nil // not cached: a later candidate tries again
+		}
+		cmd := res.Commands[0]
+		b.ok = cmd.OK()
+		b.diags = diag.Parse(toolOf(cf), cmd.Output, "/work")
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.baselines == nil {
+			c.baselines, c.seeds = map[string]*baseline{}, map[string]string{}
+		}
+		b.seed = prev
+		if _, err := os.Stat(filepath.Join(export, "gocache")); err == nil && prev == "" {
+			b.seed = export
+			c.seeds[tool] = export
+		} else {
+			os.RemoveAll(seed)
+		}
+		if len(c.baselines) >= maxBaselines {
+			clear(c.baselines)
+		}
+		c.baselines[key] = b
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*baseline), nil
+}
+
+// Close forgets the baselines; the kept build caches live in Dir, which
+// the owner removes.
+func (c *CompileFix) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.baselines)
+	clear(c.seeds)
+}
+
+// Evaluate judges one candidate diff. The error is non-nil only when ctx
+// ends, the builder is closed, or the workspace store cannot be read right
+// now (transient: the record is retried).
+func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code string, feedbackCap int) (Outcome, error) {
+	cf := task.CompileFix
+	sandboxErr := func(kind, msg string) (Outcome, error) {
+		out := Outcome{Status: topics.StatusSandboxError, SandboxError: msg, SandboxErrorKind: kind}
+		out.Feedback = "Status: sandbox_error\nThe build sandbox failed; this is not a verdict on the patch.\n"
+		return out, nil
+	}
+	if cf == nil {
+		return sandboxErr(topics.SandboxErrorInvalidJob, "compile-fix task without its compile_fix setting")
+	}
+	tree, err := c.Cache.Get(ctx, cf.Workspace)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return Outcome{}, ctx.Err()
+	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
+		return sandboxErr(topics.SandboxErrorInvalidJob, "workspace "+cf.Workspace+": "+err.Error())
+	default:
+		return Outcome{}, pipeline.Transient(fmt.Errorf("execute: workspace %s: %w", cf.Workspace, err))
+	}
+	defer tree.Release()
+	base, err := c.baseline(ctx, task, tree)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if base.note != "" {
+		return sandboxErr(topics.SandboxErrorInternal, "baseline build: "+base.note)
+	}
+	total := 1 + min(len(cf.Tests), 1)
+	out := Outcome{TestsTotal: total}
+	out.Results = []topics.TestResult{{Index: 0, Status: "error"}}
+
+	opts := c.Patch
+	if opts.Protected == nil {
+		opts.Protected = patch.DefaultProtected(cf.Build)
+	}
+	applied, err := patch.Apply(tree.Dir(), code, opts)
+	if err != nil {
+		out.Status = topics.StatusPatchFailed
+		out.Feedback = truncate(fmt.Sprintf("Status: patch_failed\nThe patch does not apply: %s\n", err), feedbackCap)
+		out.Results[0].Error = err.Error()
+		return out, nil
+	}
+	overlay, err := os.MkdirTemp(c.dir(), "murphy-overlay-")
+	if err != nil {
+		return sandboxErr(topics.SandboxErrorInternal, "overlay: "+err.Error())
+	}
+	defer os.RemoveAll(overlay)
+	if err := applied.Write(overlay); err != nil {
+		return sandboxErr(topics.SandboxErrorInternal, "overlay: "+err.Error())
+	}
+	// The job's tree must be readable by the build's uid.
+	_ = filepath.WalkDir(overlay, func(p string, d os.DirEntry, err error) error {
+		if err == nil {
+			if d.IsDir() {
+				_ = os.Chmod(p, 0o755)
+			} else {
+				fi, _ := d.Info()
+				_ = os.Chmod(p, fi.Mode().Perm()|0o444)
+			}
+		}
+		return nil
+	})
+	cmds := [][]string{cf.Build}
+	if len(cf.Tests) > 0 {
+		cmds = append(cmds, cf.Tests)
+	}
+	res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
+		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: cmds,
+		Limits: compileLimits(task), Seed: base.seed,
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if res.SandboxError != "" {
+		return sandboxErr(res.SandboxErrorKind, res.SandboxError)
+	}
+	bc := res.Commands[0]
+	out.MaxRunCPU = bc.CPU
+	patched := diag.Parse(toolOf(cf), bc.Output, "/work")
+	targets := cf.Targets
+	if len(targets) == 0 {
+		// A task without stated targets repairs every error of its baseline.
+		targets = diag.Errors(base.diags)
+	}
+	cmp := diag.Compare(targets, base.diags, patched)
+	out.TargetsFixed, out.TargetsTotal = len(cmp.FixedTargets), len(targets)
+	remaining := append(append([]topics.Diagnostic(nil), cmp.RemainingTargets...), cmp.New...)
+	var b strings.Builder
+	var why string
+	switch {
+	case bc.TimedOut:
+		out.Status, why = topics.StatusTimeout, fmt.Sprintf("The build exceeded its time limit (%s of CPU time, %s wall).", res.Limits.CPU, res.Limits.Wall)
+	case bc.MemoryKilled:
+		out.Status, why = topics.StatusMemory, "The build ran out of memory."
+	case bc.OutputLimited:
+		out.Status, why = topics.StatusOutputLimit, fmt.Sprintf("The build wrote more than %s of output.", byteSize(res.Limits.OutputBytes))
+	case bc.DiskFull && !bc.OK():
+		out.Status, why = topics.StatusCompileError, fmt.Sprintf("The build filled the workspace (%d MB).", res.Limits.DiskMB)
+	case !bc.OK() || len(remaining) > 0:
+		out.Status = topics.StatusCompileError
+		why = fmt.Sprintf("The build (%s) still fails", strings.Join(cf.Build, " "))
+		if bc.OK() {
+			why = fmt.Sprintf("The build (%s) exits 0 but still reports errors", strings.Join(cf.Build, " "))
+		}
+		why += fmt.Sprintf(": %d of %d target diagnostic(s) fixed, %d new error(s).", len(cmp.FixedTargets), len(targets), len(cmp.New))
+	default:
+		out.TestsPassed = 1
+		out.Results[0].Status = topics.StatusPassed
+		out.Status = topics.StatusPassed
+		why = "The patch applies and the build succeeds."
+	}
+	if out.Status == topics.StatusPassed && len(cf.Tests) > 0 {
+		tc := res.Commands[1]
+		out.Results = append(out.Results, topics.TestResult{Index: 1, Status: topics.StatusPassed})
+		if tc.OK() {
+			out.TestsPassed = 2
+		} else {
+			out.Status = topics.StatusWrongAnswer
+			out.Results[1].Status = "error"
+			switch {
+			case tc.TimedOut:
+				why += fmt.Sprintf(" The tests (%s) exceeded their time limit.", strings.Join(cf.Tests, " "))
+			default:
+				why += fmt.Sprintf(" The tests (%s) fail (exit code %d):\n%s", strings.Join(cf.Tests, " "), tc.ExitCode,
+					headTail(string(tc.Output), feedbackCap/3))
+			}
+		}
+	}
+	out.PassRate = float64(out.TestsPassed) / float64(out.TestsTotal)
+	fmt.Fprintf(&b, "Status: %s\n%s\n", out.Status, why)
+	if out.Status == topics.StatusCompileError || out.Status == topics.StatusTimeout ||
+		out.Status == topics.StatusMemory || out.Status == topics.StatusOutputLimit {
+		out.Results[0].Error = why
+		changed := map[string]bool{}
+		for _, p := range applied.Paths() {
+			changed[p] = true
+		}
+		for i := range remaining {
+			root := tree.Dir()
+			if changed[remaining[i].File] {
+				root = overlay
+			}
+			remaining[i].Excerpt = diag.Excerpt(root, remaining[i], 2)
+		}
+		out.Diagnostics = remaining
+		if len(remaining) > 0 {
+			b.WriteString(diag.Render(remaining, tree.Dir(), max(feedbackCap-b.Len(), 256)))
+		} else if !bc.OK() {
+			b.WriteString("Build output:\n" + headTail(string(bc.Output), max(feedbackCap-b.Len()-16, 256)) + "\n")
+		}
+	}
+	out.Feedback = truncate(b.String(), feedbackCap)
+	return out, nil
+}
+
+// headTail keeps the first and last parts of s within n bytes.
+func headTail(s string, n int) string {
+	if len(s) <= n || n < 32 {
+		return s
+	}
+	h := n / 2
+	return s[:h] + "\n…\n" + s[len(s)-(n-h):]
+}
+
+// OpenCompileFix opens what cfg names: the workspace store, a snapshot
+// cache and a build sandbox. close releases them.
+func OpenCompileFix(ctx context.Context, cfg CompileFixConfig) (cf *CompileFix, close func(), err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Store == "" {
+		return nil, nil, errors.New("execute: compile_fix needs a workspace store")
+	}
+	var closers []func()
+	close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	store, err := workspace.OpenStore(ctx, cfg.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = store.Close() })
+	dir := cfg.CacheDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "murphy-workspaces-"); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { _ = os.RemoveAll(dir) })
+	}
+	cache, err := workspace.NewCache(dir, int64(cfg.CacheMB)<<20, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = cache.Close() })
+	work, err := os.MkdirTemp("", "murphy-compilefix-")
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = os.RemoveAll(work) })
+	b, err := sandbox.NewBuilder(cfg.Builder)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = b.Close() })
+	cf = &CompileFix{Builder: b, Cache: cache, Dir: work, Patch: patch.Options{MaxBytes: cfg.MaxPatchKB << 10}}
+	closers = append(closers, cf.Close)
+	return cf, close, nil
+}
