@@ -174,8 +174,8 @@ type BuildJob struct {
 	// earlier job, e.g. gocache).
 	Seed string
 	// Keep names /tmp subdirectories (e.g. "gocache") copied to Export, a
-	// host directory, after every command succeeded. Only jobs over trusted
-	// trees keep anything: a kept cache seeds later jobs.
+	// host directory, after the commands (also when one failed). Only jobs
+	// over trusted trees keep anything: a kept cache seeds later jobs.
 	Keep   []string
 	Export string
 	// Limits override the builder's where non-zero.

@@ -147,9 +147,10 @@ func TestBuilderKeepsAndSeeds(t *testing.T) {
 	b := newTestBuilder(t, nil)
 	tree := writeTree(t, map[string]string{"x": "x\n"})
 	exp := filepath.Join(t.TempDir(), "export")
-	res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{sh("mkdir -p /tmp/cache && echo warm > /tmp/cache/entry")},
+	// Kept even though the command fails (a baseline build fails).
+	res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{sh("mkdir -p /tmp/cache && echo warm > /tmp/cache/entry && exit 2")},
 		Keep: []string{"cache"}, Export: exp})
-	if !res.OK() {
+	if res.Commands[0].ExitCode != 2 {
 		t.Fatalf("%+v", res)
 	}
 	fi, err := os.Stat(filepath.Join(exp, "cache", "entry"))

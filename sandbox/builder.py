@@ -145,8 +145,9 @@ def main():
              free=st.f_bavail * st.f_frsize)
         if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
             break
-    else:
-        keep(job, uid)
+    # Kept even when a command failed: a failing baseline still compiled
+    # everything it depends on (the standard library) into the cache.
+    keep(job, uid)
     send(ev="done")
 
 
