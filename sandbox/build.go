@@ -173,6 +173,9 @@ type BuildJob struct {
 	// into /tmp before the commands (a warm build cache kept from an
 	// earlier job, e.g. gocache).
 	Seed string
+	// SeedKey, when Seed is empty, seeds the job with the builder's kept
+	// cache for this key (a toolchain), if Warm made one.
+	SeedKey string
 	// Keep names /tmp subdirectories (e.g. "gocache") copied to Export, a
 	// host directory, after the commands (also when one failed). Only jobs
 	// over trusted trees keep anything: a kept cache seeds later jobs.
@@ -240,6 +243,9 @@ func (r *BuildResult) OK() bool {
 type Builder struct {
 	cfg    BuilderConfig
 	dir    string // host directory holding builder.py
+	// seeds are kept build caches by key (Warm), under dir/seeds.
+	seedMu sync.Mutex
+	seeds  map[string]string
 	slots  chan *buildSlot
 	all    []*buildSlot
 	cg     *cgroups
@@ -320,6 +326,54 @@ func (b *Builder) Close() error {
 	return nil
 }
 
+// Seed returns the kept build cache for key ("" when there is none).
+func (b *Builder) Seed(key string) string {
+	b.seedMu.Lock()
+	defer b.seedMu.Unlock()
+	return b.seeds[key]
+}
+
+// Warm runs job, a build of a TRUSTED tree (a task's unpatched snapshot,
+// never a candidate's edits), and when the builder has no kept cache for
+// key yet, keeps the job's build caches (Go's gocache) as the seed of
+// every later job with that SeedKey. One seed per key: it holds what every
+// project of the toolchain needs (the standard library), and is never
+// replaced or removed while the builder runs, so a job may bind it at any
+// time. The result is job's, as Build returns it.
+func (b *Builder) Warm(ctx context.Context, key string, job *BuildJob) (*BuildResult, error) {
+	if key == "" || b.Seed(key) != "" {
+		j := *job
+		j.SeedKey = key
+		return b.Build(ctx, &j)
+	}
+	export, err := os.MkdirTemp(b.dir, "seed-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: seed: %w", err)
+	}
+	j := *job
+	j.Keep, j.Export = []string{"gocache"}, filepath.Join(export, "kept")
+	res, err := b.Build(ctx, &j)
+	if err != nil {
+		os.RemoveAll(export)
+		return res, err
+	}
+	if _, serr := os.Stat(filepath.Join(j.Export, "gocache")); serr != nil || res.SandboxError != "" {
+		os.RemoveAll(export)
+		return res, nil
+	}
+	b.seedMu.Lock()
+	defer b.seedMu.Unlock()
+	if b.seeds == nil {
+		b.seeds = map[string]string{}
+	}
+	if b.seeds[key] == "" {
+		b.seeds[key] = j.Export
+	} else {
+		os.RemoveAll(export) // another Warm of the key won the race
+	}
+	return res, nil
+}
+
 // ErrBuilderClosed is returned by Build after Close.
 var ErrBuilderClosed = errors.New("sandbox: builder closed")
 
@@ -340,6 +394,11 @@ func (b *Builder) Build(ctx context.Context, job *BuildJob) (*BuildResult, error
 	case <-b.closed:
 		return nil, ErrBuilderClosed
 	default:
+	}
+	if job.Seed == "" && job.SeedKey != "" {
+		copied := *job
+		copied.Seed = b.Seed(job.SeedKey)
+		job = &copied
 	}
 	lim := job.Limits.withDefaults(b.cfg.Limits)
 	res := &BuildResult{Limits: lim, Commands: make([]CommandResult, len(job.Commands))}

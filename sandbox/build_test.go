@@ -188,3 +188,25 @@ func TestBuilderRefusesBadJobs(t *testing.T) {
 		t.Fatalf("oversized snapshot: %+v", res)
 	}
 }
+
+func TestBuilderWarmSeedsByKey(t *testing.T) {
+	b := newTestBuilder(t, nil)
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	res, err := b.Warm(context.Background(), "go", &BuildJob{Tree: tree, Commands: [][]string{sh("mkdir -p /tmp/gocache && echo warm > /tmp/gocache/e; exit 1")}})
+	if err != nil || res.Commands[0].ExitCode != 1 || b.Seed("go") == "" {
+		t.Fatalf("warm: %v %+v seed %q", err, res, b.Seed("go"))
+	}
+	first := b.Seed("go")
+	// A second Warm of the key keeps the first seed.
+	if _, err := b.Warm(context.Background(), "go", &BuildJob{Tree: tree, Commands: [][]string{sh("mkdir -p /tmp/gocache && echo other > /tmp/gocache/e")}}); err != nil || b.Seed("go") != first {
+		t.Fatalf("second warm replaced the seed: %v", err)
+	}
+	res = build(t, b, &BuildJob{Tree: tree, SeedKey: "go", Commands: [][]string{sh("grep -q warm /tmp/gocache/e")}})
+	if !res.OK() {
+		t.Fatalf("seeded job: %+v", res)
+	}
+	res = build(t, b, &BuildJob{Tree: tree, SeedKey: "gcc", Commands: [][]string{sh("test ! -e /tmp/gocache")}})
+	if !res.OK() {
+		t.Fatalf("a job of another key was seeded: %+v", res)
+	}
+}

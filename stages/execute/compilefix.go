@@ -20,9 +20,12 @@ import (
 	"github.com/murphy-rl/murphy/workspace/patch"
 )
 
-// Builder runs build jobs (a *sandbox.Builder in production).
+// Builder runs build jobs (a *sandbox.Builder in production). Warm runs a
+// build of a trusted tree and keeps its caches as the seed of later jobs
+// with that SeedKey.
 type Builder interface {
 	Build(ctx context.Context, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+	Warm(ctx context.Context, key string, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
 }
 
 // CompileFix evaluates compile-fix candidates (COMPILEFIX.md): it applies
@@ -32,24 +35,20 @@ type Builder interface {
 type CompileFix struct {
 	Builder Builder
 	Cache   *workspace.Cache
-	// Dir holds per-job overlays and kept build caches ("" = os.TempDir()).
+	// Dir holds per-job overlays ("" = os.TempDir()).
 	Dir string
 	// Patch bounds the candidate's diff (zero fields: the patch defaults).
 	Patch patch.Options
 
 	mu        sync.Mutex
 	baselines map[string]*baseline
-	// seeds are the kept build caches by toolchain (the build command's
-	// program), each kept from the first baseline of the toolchain.
-	seeds  map[string]string
-	flight singleflight.Group
+	flight    singleflight.Group
 }
 
 // baseline is the unpatched build of one snapshot.
 type baseline struct {
 	diags []topics.Diagnostic
 	ok    bool   // the unpatched tree builds
-	seed  string // kept build caches, "" for none
 	note  string // why the baseline could not be recorded, "" when it was
 }
 
@@ -95,32 +94,17 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 		return b, nil
 	}
 	v, err, _ := c.flight.Do(key, func() (any, error) {
-		seed, err := os.MkdirTemp(c.dir(), "murphy-seed-")
+		// The unpatched snapshot is task data, not a candidate's: its
+		// build may seed the toolchain's cache for every later job.
+		res, err := c.Builder.Warm(ctx, toolOf(cf), &sandbox.BuildJob{
+			Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task)})
 		if err != nil {
-			return nil, fmt.Errorf("execute: baseline seed: %w", err)
-		}
-		export := filepath.Join(seed, "kept")
-		tool := toolOf(cf)
-		c.mu.Lock()
-		prev := c.seeds[tool]
-		c.mu.Unlock()
-		job := &sandbox.BuildJob{Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task), Seed: prev}
-		if prev == "" {
-			// One kept cache per toolchain: it holds what every project
-			// of the toolchain needs (Go's standard library), and later
-			// baselines start from it without keeping their own.
-			job.Keep, job.Export = []string{"gocache"}, export
-		}
-		res, err := c.Builder.Build(ctx, job)
-		if err != nil {
-			os.RemoveAll(seed)
 			return nil, err
 		}
 		b := &baseline{}
 		if res.SandboxError != "" {
-			os.RemoveAll(seed)
 			b.note = res.SandboxError
-			return b, nil // not cached: a later candidate tries again
+			return b, nil // not kept: a later candidate tries again
 		}
 		cmd := res.Commands[0]
 		b.ok = cmd.OK()
@@ -128,14 +112,7 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.baselines == nil {
-			c.baselines, c.seeds = map[string]*baseline{}, map[string]string{}
-		}
-		b.seed = prev
-		if _, err := os.Stat(filepath.Join(export, "gocache")); err == nil && prev == "" {
-			b.seed = export
-			c.seeds[tool] = export
-		} else {
-			os.RemoveAll(seed)
+			c.baselines = map[string]*baseline{}
 		}
 		if len(c.baselines) >= maxBaselines {
 			clear(c.baselines)
@@ -149,13 +126,11 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 	return v.(*baseline), nil
 }
 
-// Close forgets the baselines; the kept build caches live in Dir, which
-// the owner removes.
+// Close forgets the baselines.
 func (c *CompileFix) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.baselines)
-	clear(c.seeds)
 }
 
 // Evaluate judges one candidate diff. The error is non-nil only when ctx
@@ -230,7 +205,7 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 	}
 	res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
 		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: cmds,
-		Limits: compileLimits(task), Seed: base.seed,
+		Limits: compileLimits(task), SeedKey: toolOf(cf),
 	})
 	if err != nil {
 		return Outcome{}, err
