@@ -241,8 +241,8 @@ func (r *BuildResult) OK() bool {
 
 // Builder runs build jobs, Workers at a time.
 type Builder struct {
-	cfg    BuilderConfig
-	dir    string // host directory holding builder.py
+	cfg BuilderConfig
+	dir string // host directory holding builder.py
 	// seeds are kept build caches by key (Warm), under dir/seeds.
 	seedMu sync.Mutex
 	seeds  map[string]string
