@@ -289,7 +289,9 @@ func NewBuilder(cfg BuilderConfig) (*Builder, error) {
 		n = runtime.NumCPU()
 	}
 	b := &Builder{cfg: cfg, dir: dir, slots: make(chan *buildSlot, n), closed: make(chan struct{})}
-	b.cg = newCgroupsTagged("murphy-build", cfg.MemoryMB, cfg.Limits.Procs)
+	// Tagged by the uid range too: two builders of one process (generate's
+	// episodes and execute) never share a cgroup.
+	b.cg = newCgroupsTagged(fmt.Sprintf("murphy-build-%d", cfg.UIDBase), cfg.MemoryMB, cfg.Limits.Procs)
 	skip := map[int]bool{}
 	for i := range n {
 		lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
