@@ -71,17 +71,29 @@ var descriptors = [...]Descriptor{
 		Reads:   []topics.Name{topics.Completions, topics.Tasks},
 		Outputs: []topics.Name{topics.Candidates},
 		Section: func(c *Configs) Validator { return &c.Generate },
-		Build: func(_ context.Context, w Wiring) (func(), error) {
-			st, err := generate.NewStage(w.Generate, w.Lookup(), w.Catalog, w.Runtime.Registry())
+		Build: func(ctx context.Context, w Wiring) (func(), error) {
+			release := func() {}
+			var opts []generate.Option
+			if w.Generate.Episodes.Enabled {
+				eps, closeEps, err := generate.OpenEpisodes(ctx, w.Generate.Episodes)
+				if err != nil {
+					return nil, fmt.Errorf("episodes: %w", err)
+				}
+				release = closeEps
+				opts = append(opts, generate.WithEpisodes(eps))
+			}
+			st, err := generate.NewStage(w.Generate, w.Lookup(), w.Catalog, w.Runtime.Registry(), opts...)
 			if err != nil {
+				release()
 				return nil, err
 			}
 			for _, spec := range st.Specs() {
 				if err := w.Runtime.AddStage(spec); err != nil {
+					release()
 					return nil, err
 				}
 			}
-			return nil, nil
+			return release, nil
 		},
 		MemoryBudgetMB: stateless,
 	},
@@ -100,7 +112,18 @@ var descriptors = [...]Descriptor{
 				}
 				runner, release = pool, func() { _ = pool.Close() }
 			}
-			st, err := execute.NewStage(w.Execute, runner, w.Lookup(), w.Catalog, w.Runtime.Registry())
+			var opts []execute.Option
+			if w.Execute.CompileFix.Store != "" {
+				cf, closeCF, err := execute.OpenCompileFix(ctx, w.Execute.CompileFix)
+				if err != nil {
+					release()
+					return nil, fmt.Errorf("compile-fix: %w", err)
+				}
+				prev := release
+				release = func() { closeCF(); prev() }
+				opts = append(opts, execute.WithCompileFix(cf))
+			}
+			st, err := execute.NewStage(w.Execute, runner, w.Lookup(), w.Catalog, w.Runtime.Registry(), opts...)
 			if err == nil {
 				err = w.Runtime.AddStage(st.Spec())
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/murphy-rl/murphy/internal/bench"
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // benchOptions are the settings of `murphy bench` beyond bench.Config.
@@ -98,7 +99,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 			},
 		})
 	}
-	cmd.AddCommand(newBenchSandboxCmd(), newBenchTimeoutsCmd())
+	cmd.AddCommand(newBenchSandboxCmd(), newBenchTimeoutsCmd(), newBenchCompileFixCmd())
 	return cmd
 }
 
@@ -112,7 +113,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 	if opt.Runs < 1 {
 		return &exitError{code: 2, err: fmt.Errorf("bench: --runs must be >= 1, got %d", opt.Runs)}
 	}
-	ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format}, stderr)
+	ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format, Kinds: []string{topics.KindPythonFunction, topics.KindStdio}}, stderr)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/execute"
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // The sandbox benchmarks need no broker: `murphy bench sandbox` measures the
@@ -34,7 +35,7 @@ script, as ` + fmt.Sprint(execute.FreshCommand()) + ` FILE,
 as many at once as the pool has sandboxes, and prints both rates and their ratio.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, err := loadTasks(runOptions{Tasks: tasksPath, Format: format}, cmd.ErrOrStderr())
+			ts, err := loadTasks(runOptions{Tasks: tasksPath, Format: format, Kinds: []string{topics.KindPythonFunction}}, cmd.ErrOrStderr())
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -139,7 +139,7 @@ func TestRunSummaryMatchesOfflineCredit(t *testing.T) {
 	dir := t.TempDir()
 	samples := filepath.Join(dir, "samples.jsonl")
 	out, errOut, err := runMurphy(t, "run", "--out", filepath.Join(dir, "out"), "--samples-out", samples,
-		"--turns", "2", "--group-sizes", "3", "--calibrate=false", "--progress", "0")
+		"--turns", "2", "--group-sizes", "3", "--calibrate=false", "--progress", "0", "--kinds", "python-function,stdio")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, errOut)
 	}
@@ -176,7 +176,8 @@ func TestRunWithDropZeroSignalEnds(t *testing.T) {
 	var o, e bytes.Buffer
 	root.SetOut(&o)
 	root.SetErr(&e)
-	root.SetArgs([]string{"run", "--out", t.TempDir(), "--calibrate=false", "--progress", "0", "--credit.drop-zero-signal"})
+	root.SetArgs([]string{"run", "--out", t.TempDir(), "--calibrate=false", "--progress", "0", "--credit.drop-zero-signal",
+		"--kinds", "python-function,stdio"})
 	if err := root.ExecuteContext(ctx); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, o.String(), e.String())
 	}

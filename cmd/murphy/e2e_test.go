@@ -62,9 +62,10 @@ func referenceRun(t *testing.T, bin, out string, treesPerTask int) {
 	cmd := exec.CommandContext(ctx, bin, "run", "--out", out, "--seed", e2eSeed, "--run-id", e2eRunID,
 		"--group-sizes", e2eGroups, "--turns", e2eTurns, "--trees-per-task", strconv.Itoa(treesPerTask),
 		"--progress", "10s", "--log_level", "warn", "--execute.sandbox.workers", "2", "--execute.sandbox.limits.memory-mb", e2eMemoryMB,
-		// Both shapes read the same tasks: calibration measures the machine
-		// at the time, so these runs keep the tasks' fixed limits.
-		"--calibrate=false")
+		// Both shapes read the same tasks (the deployment submits
+		// tasks.jsonl): calibration measures the machine at the time, so
+		// these runs keep the tasks' fixed limits.
+		"--calibrate=false", "--kinds", "python-function,stdio")
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("murphy run: %v\n%s", err, b)

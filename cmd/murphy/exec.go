@@ -31,12 +31,14 @@ type execOptions struct {
 	feedbackBytes int
 	timeout       time.Duration
 	memoryMB      int
+	kinds         []string
+	store         string
 }
 
 func newExecCmd() *cobra.Command {
 	var o execOptions
 	cmd := &cobra.Command{
-		Use:   "exec --tasks FILE [--format humaneval|mbpp|stdio|native] (--solutions FILE | --reference)",
+		Use:   "exec --tasks FILE|builtin [--format humaneval|mbpp|stdio|native] (--solutions FILE | --reference)",
 		Short: "Evaluate programs against tasks in the sandbox pool, without Kafka",
 		Long: `Evaluate a JSONL of solutions, or the tasks' own reference solutions, in the
 sandbox pool and print one JSON result per solution, in input order, then a
@@ -44,8 +46,9 @@ summary line.
 
 A solution line is {"task_id", "solution"} (a whole program) or
 {"task_id", "completion"} (text appended to the task's prompt, the HumanEval
-convention). Broken lines and unknown task ids are reported on stderr and
-skipped. A result line is {"line", "task_id", "status", "passed", "total",
+convention); for a compile-fix task the solution is a unified diff. Broken
+lines and unknown task ids are reported on stderr and skipped. A result line
+is {"line", "task_id", "kind", "language", "status", "passed", "total",
 "pass_rate", "feedback", "duration_ms"}; the summary line is
 {"summary": {"solutions", "passed", "pass_at_1", "mean_pass_rate",
 "statuses", "skipped", "duration_ms"}}.
@@ -64,7 +67,9 @@ Needs root and bubblewrap (apt-get install -y bubblewrap).`,
 	}
 	def := sandbox.DefaultLimits()
 	f := cmd.Flags()
-	f.StringVar(&o.tasks, "tasks", "", "task file (JSONL, JSON array, optionally gzipped)")
+	f.StringVar(&o.tasks, "tasks", "", "task file (JSONL, JSON array, optionally gzipped), or builtin for the built-in set")
+	f.StringSliceVar(&o.kinds, "kinds", nil, "evaluate only these task kinds ("+strings.Join(taskKinds(), ", ")+"; default all)")
+	f.StringVar(&o.store, "workspace-store", "", "workspace store URL of compile-fix snapshots (directory, file://, s3://, gs://; the built-in set needs none)")
 	f.StringVar(&o.format, "format", "", "task format: "+strings.Join(tasks.Formats(), "|")+" (default: detect)")
 	f.StringVar(&o.solutions, "solutions", "", "JSONL of {task_id, solution|completion}")
 	f.BoolVar(&o.reference, "reference", false, "evaluate each task's reference solution")
@@ -84,6 +89,8 @@ type solution struct {
 type execResult struct {
 	Line       int     `json:"line"`
 	TaskID     string  `json:"task_id"`
+	Kind       string  `json:"kind"`
+	Language   string  `json:"language"`
 	Status     string  `json:"status"`
 	Passed     int     `json:"passed"`
 	Total      int     `json:"total"`
@@ -104,12 +111,22 @@ type execSummary struct {
 
 func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error {
 	start := time.Now()
-	ts, lerrs, err := tasks.Load(o.tasks, o.format)
+	var ts []topics.Task
+	var err error
+	if o.tasks == builtinTaskSet {
+		ts, err = allBuiltinTasks()
+	} else {
+		var lerrs []tasks.LineError
+		ts, lerrs, err = tasks.Load(o.tasks, o.format)
+		for _, le := range lerrs {
+			fmt.Fprintf(stderr, "murphy exec: %s: %v\n", o.tasks, &le)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	for _, le := range lerrs {
-		fmt.Fprintf(stderr, "murphy exec: %s: %v\n", o.tasks, &le)
+	if ts, err = selectKinds(ts, o.kinds); err != nil {
+		return fmt.Errorf("exec: --kinds: %w", err)
 	}
 	if len(ts) == 0 {
 		return fmt.Errorf("exec: no usable task in %s", o.tasks)
@@ -122,6 +139,10 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 	skipped := 0
 	if o.reference {
 		for i, t := range ts {
+			if t.Kind == topics.KindCompileFix && t.ReferencePatch != "" {
+				sols = append(sols, solution{line: i + 1, taskID: t.TaskID, code: t.ReferencePatch})
+				continue
+			}
 			if t.Reference == "" {
 				fmt.Fprintf(stderr, "murphy exec: task %s has no reference solution\n", t.TaskID)
 				skipped++
@@ -147,6 +168,28 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 	}
 	defer pool.Close()
 	ev := &execute.Evaluator{Runner: pool, FeedbackBytes: o.feedbackBytes, StdioMaxTimeouts: 2}
+	if hasKind(ts, topics.KindCompileFix) {
+		url := o.store
+		if o.tasks == builtinTaskSet {
+			var cleanup func()
+			if url, cleanup, err = builtinStore(ctx, o.store); err != nil {
+				return fmt.Errorf("exec: %w", err)
+			}
+			defer cleanup()
+		}
+		if url == "" {
+			return errors.New("exec: compile-fix tasks need --workspace-store")
+		}
+		cfc := execute.DefaultCompileFixConfig()
+		cfc.Store = url
+		cfc.Builder.Workers = o.workers
+		cf, closeCF, err := execute.OpenCompileFix(ctx, cfc)
+		if err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+		defer closeCF()
+		ev.CompileFix = cf
+	}
 
 	results := make([]*execResult, len(sols))
 	ready := make(chan int, len(sols))
@@ -166,7 +209,8 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 					ready <- -1
 					continue
 				}
-				results[i] = &execResult{Line: s.line, TaskID: s.taskID, Status: out.Status, Passed: out.TestsPassed,
+				t := byID[s.taskID]
+				results[i] = &execResult{Line: s.line, TaskID: s.taskID, Kind: t.Kind, Language: t.TaskLanguage(), Status: out.Status, Passed: out.TestsPassed,
 					Total: out.TestsTotal, PassRate: out.PassRate, Feedback: out.Feedback, DurationMS: out.Duration.Milliseconds()}
 				ready <- i
 			}

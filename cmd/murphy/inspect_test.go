@@ -51,7 +51,7 @@ func TestInspectRunInChromium(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	stdout, errOut, err := runMurphy(t, "run", "--out", out, "--turns", "2", "--group-sizes", "4,3", "--credit.intrap-k", "3",
-		"--calibrate=false", "--progress", "0")
+		"--calibrate=false", "--progress", "0", "--kinds", "python-function,stdio")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout, errOut)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/murphy-rl/murphy/dataset"
@@ -18,7 +19,6 @@ import (
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
-	"github.com/murphy-rl/murphy/tasks/builtin"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/spf13/cobra"
 )
@@ -45,14 +45,19 @@ type runOptions struct {
 	// SamplesOut, when set, receives every sample of the run as JSON lines
 	// (the input of murphy credit).
 	SamplesOut string
+	// Kinds selects the task kinds run (empty = all).
+	Kinds []string
 }
 
 func newRunCmd() *cobra.Command {
 	cfg := defaultConfig()
 	cfg.Topics.Partitions = 4
 	cfg.Emit.Dir = "out"
+	// Compile-fix children are agent episodes (--generate.episodes.enabled=false: one response each).
+	cfg.Generate.Episodes.Enabled = true
 	opt := runOptions{Out: "out", Turns: 3, GroupSizes: []int{4}, TreesPerTask: 1, Seed: 1,
-		Timeout: 30 * time.Minute, Progress: 2 * time.Second, Calibrate: true, Compare: []string{credit.StrategyMARS, credit.StrategyMERS, credit.StrategyGRPOMT}}
+		Timeout: 30 * time.Minute, Progress: 2 * time.Second, Calibrate: true, Compare: []string{credit.StrategyMARS, credit.StrategyMERS, credit.StrategyGRPOMT},
+		Kinds: taskKinds()}
 	var path string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -81,7 +86,8 @@ only when every tree completed and is in the output files.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&path, "config", "", "YAML configuration file")
-	f.StringVar(&opt.Tasks, "tasks", "", "task file (default: the built-in task set)")
+	f.StringVar(&opt.Tasks, "tasks", "", "task file, or builtin (default: the built-in task set)")
+	f.StringSliceVar(&opt.Kinds, "kinds", opt.Kinds, "task kinds to run: "+strings.Join(taskKinds(), ", "))
 	f.StringVar(&opt.Format, "format", "", "task file format: "+fmt.Sprint(tasks.Formats())+" (default: detect)")
 	f.StringVar(&opt.Out, "out", opt.Out, "output directory for Arrow files")
 	f.IntVar(&opt.Turns, "turns", opt.Turns, "turns per tree (max_turns)")
@@ -103,8 +109,12 @@ only when every tree completed and is in the output files.`,
 }
 
 func loadTasks(opt runOptions, stderr io.Writer) ([]topics.Task, error) {
-	if opt.Tasks == "" {
-		return builtin.Tasks()
+	if opt.Tasks == "" || opt.Tasks == builtinTaskSet {
+		ts, err := allBuiltinTasks()
+		if err != nil {
+			return nil, err
+		}
+		return selectKinds(ts, opt.Kinds)
 	}
 	ts, lineErrs, err := tasks.Load(opt.Tasks, opt.Format)
 	if err != nil {
@@ -113,7 +123,7 @@ func loadTasks(opt runOptions, stderr io.Writer) ([]topics.Task, error) {
 	for _, le := range lineErrs {
 		fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", opt.Tasks, le.Line, le.Err)
 	}
-	return ts, nil
+	return selectKinds(ts, opt.Kinds)
 }
 
 func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runOptions) error {
@@ -121,6 +131,7 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		opt.RunID = "run-" + strconv.FormatInt(opt.Seed, 10)
 	}
 	cfg.Generate.Policy.Simulated.Seed = opt.Seed
+	cfg.Generate.Episodes.Simulated.Seed = opt.Seed
 	cfg.Execute.Sandbox.Seed = opt.Seed
 	if err := cfg.validate(stageNames); err != nil {
 		return &exitError{code: 2, err: err}
@@ -136,6 +147,25 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	}
 	if len(ts) == 0 {
 		return &exitError{code: 2, err: errors.New("run: no tasks")}
+	}
+	if hasKind(ts, topics.KindCompileFix) {
+		builtinSet := opt.Tasks == "" || opt.Tasks == builtinTaskSet
+		switch {
+		case builtinSet:
+			url, cleanup, err := builtinStore(ctx, cfg.Execute.CompileFix.Store)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			defer cleanup()
+			cfg.Execute.CompileFix.Store = url
+		case cfg.Execute.CompileFix.Store == "":
+			return &exitError{code: 2, err: errors.New("run: compile-fix tasks need a workspace store (--execute.compile-fix.store)")}
+		}
+		if cfg.Generate.Episodes.Store == "" {
+			cfg.Generate.Episodes.Store = cfg.Execute.CompileFix.Store // episodes read the snapshots execute reads
+		}
+	} else {
+		cfg.Generate.Episodes.Enabled = false // no compile-fix task: nothing for episodes to open
 	}
 	if opt.Calibrate {
 		if err := calibrate(ctx, cfg.Execute.Sandbox, ts, stderr); err != nil {

@@ -8,6 +8,8 @@
 // marked infra.inference (or infra.context_overflow), so that every tree can
 // complete. Refinements are served before root prompts, and root prompts are
 // held back while the number of trees in flight is at its cap; see README.md.
+// With Config.Episodes enabled, the children of compile-fix prompts are agent
+// episodes over the task's workspace (episode.go).
 package generate
 
 import (
@@ -64,6 +66,9 @@ type Config struct {
 	// instead of reading the topic from the start; empty means the host
 	// name (set it when several generate processes share a host).
 	InstanceID string `yaml:"instance_id"`
+	// Episodes configures agent episodes for compile-fix tasks
+	// (episode.go): off by default.
+	Episodes EpisodesConfig `yaml:"episodes"`
 }
 
 // DefaultConfig is the simulated policy with a cap of 256 trees in flight.
@@ -79,6 +84,7 @@ func DefaultConfig() Config {
 		MaxTreesInFlight: 256,
 		TreeTTL:          30 * time.Minute,
 		TaskWait:         tasks.DefaultTaskWait,
+		Episodes:         DefaultEpisodesConfig(),
 	}
 }
 
@@ -108,6 +114,12 @@ func (c Config) Validate() error {
 	}
 	if c.TaskWait < 0 {
 		errs = append(errs, fmt.Errorf("task_wait must be >= 0, got %s", c.TaskWait))
+	}
+	if err := c.Episodes.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Episodes.Enabled && c.Policy.Kind == PolicyOpenAI && c.Policy.OpenAI.Client.TokenizePath == "" {
+		errs = append(errs, errors.New("episodes need the server's tokenize endpoint (policy.openai.client.tokenize_path) to tokenize tool outputs"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("generate config: %w", errors.Join(errs...))

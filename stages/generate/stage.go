@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/openai"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/policy"
@@ -30,10 +31,12 @@ type Stage struct {
 	adm      *admission
 	now      func() time.Time
 	instance string
+	// ep runs agent episodes for compile-fix tasks (nil: off).
+	ep *episodes
 }
 
 // NewStage builds the policy cfg.Policy selects and the stage around it.
-func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -41,13 +44,14 @@ func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.
 	if err != nil {
 		return nil, err
 	}
-	return NewStageWithPolicy(cfg, pol, lookup, cat, reg)
+	return NewStageWithPolicy(cfg, pol, lookup, cat, reg, opts...)
 }
 
 // NewStageWithPolicy builds the stage around pol; cfg.Policy is ignored. lookup may
 // be nil when pol does not need tasks. Metrics are registered on reg (nil:
-// not registered).
-func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer) (*Stage, error) {
+// not registered). With cfg.Episodes.Enabled, WithEpisodes must give the
+// episodes' runtime.
+func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if pol == nil {
 		return nil, errors.New("generate: no policy")
 	}
@@ -56,7 +60,7 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if pol.NeedsTask() && lookup == nil {
+	if (pol.NeedsTask() || cfg.Episodes.Enabled) && lookup == nil {
 		return nil, fmt.Errorf("generate: policy %s needs a task lookup", pol.Name())
 	}
 	if err := cat.Validate(); err != nil {
@@ -70,6 +74,13 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 		now: time.Now, instance: cfg.instanceID()}
 	s.adm = newAdmission(cfg.MaxTreesInFlight, cfg.TreeTTL, func() time.Time { return s.now() },
 		func(n int) { m.TreesInFlight.Set(float64(n)) })
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := s.setupEpisodes(o, reg); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -194,12 +205,15 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 		ids[i] = topics.NodeID(p.TreeID, p.GroupID, i)
 	}
 	req := policy.Request{Prompt: p, NodeIDs: ids}
-	if s.pol.NeedsTask() {
+	if s.pol.NeedsTask() || s.ep != nil {
 		t, err := tasks.Await(ctx, s.lookup, p.TaskID, s.cfg.TaskWait)
 		if err != nil {
 			return nil, err
 		}
 		req.Task = t
+		if s.ep != nil && t.Kind == topics.KindCompileFix {
+			return s.generateEpisodes(ctx, p, t, ids)
+		}
 	}
 	start := time.Now()
 	samples, perr := s.pol.Generate(ctx, req)
@@ -217,14 +231,7 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 	now := s.now().UTC()
 	out := make([]*topics.Candidate, len(ids))
 	for i, id := range ids {
-		c := &topics.Candidate{
-			SchemaVersion: topics.SchemaVersion, TreeSpec: p.TreeSpec,
-			TreeID: p.TreeID, TaskID: p.TaskID, NodeID: id, ParentID: p.ParentID, GroupID: p.GroupID,
-			Turn: p.Turn, Index: i, GroupSize: p.GroupSize,
-			PromptText: p.Text, PromptTokenIDs: p.TokenIDs,
-			ResponseTokenIDs: []int32{}, ResponseLogprobs: []float32{},
-			Policy: s.pol.Name(), PolicyVersion: s.pol.Version(), GeneratedAt: now,
-		}
+		c := s.newCandidate(p, id, i, now)
 		if i < len(samples) {
 			smp := samples[i]
 			c.ResponseText, c.Code, c.FinishReason = smp.Text, smp.Code, smp.FinishReason
@@ -248,9 +255,26 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 	return out, nil
 }
 
+// newCandidate is child i of prompt p, without its response.
+func (s *Stage) newCandidate(p *topics.Prompt, id string, i int, now time.Time) *topics.Candidate {
+	return &topics.Candidate{
+		SchemaVersion: topics.SchemaVersion, TreeSpec: p.TreeSpec,
+		TreeID: p.TreeID, TaskID: p.TaskID, NodeID: id, ParentID: p.ParentID, GroupID: p.GroupID,
+		Turn: p.Turn, Index: i, GroupSize: p.GroupSize,
+		PromptText: p.Text, PromptTokenIDs: p.TokenIDs,
+		ResponseTokenIDs: []int32{}, ResponseLogprobs: []float32{},
+		Policy: s.pol.Name(), PolicyVersion: s.pol.Version(), GeneratedAt: now,
+	}
+}
+
+// markInfra makes c an infrastructure failure: no response and no episode
+// steps; an episode's end becomes episode.EndError.
 func markInfra(c *topics.Candidate, cause string, err error) {
+	if c.EpisodeEnd != "" {
+		c.EpisodeEnd = episode.EndError
+	}
 	c.InfraCause = cause
 	c.InfraError = err.Error()
 	c.ResponseText, c.Code, c.FinishReason = "", "", "error"
-	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds = []int32{}, []float32{}, nil
+	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds, c.ToolSteps = []int32{}, []float32{}, nil, nil
 }

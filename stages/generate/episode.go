@@ -1,0 +1,625 @@
+package generate
+
+// Agent episodes (../execute/COMPILEFIX.md, "Agent episodes"). With
+// episodes enabled, every child of a compile-fix prompt is one episode of
+// package episode: the agent (the simulated one for the simulated policy,
+// the OpenAI one for the OpenAI policy) reads, searches and edits a
+// private view of the task's snapshot and runs the task's build in the
+// build sandbox, then submits. The episode is one response; its diff is
+// the candidate's code, which execute verifies from scratch.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/episode"
+	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/murphy-rl/murphy/workspace"
+	"github.com/murphy-rl/murphy/workspace/patch"
+)
+
+// Infrastructure causes of episode candidates beside topics.InfraInference
+// (the server failed, or the agent could not be made) and
+// topics.InfraContextOverflow (the prompt alone does not fit). Govern masks
+// every "infra.*" cause.
+const (
+	// InfraSandbox: the build tool's sandbox failed (not the build).
+	InfraSandbox = "infra.sandbox"
+	// InfraWorkspace: the task's snapshot is missing or corrupt in the
+	// workspace store, or the task has no compile-fix setting.
+	InfraWorkspace = "infra.workspace"
+)
+
+// EpisodesConfig configures agent episodes for compile-fix tasks.
+type EpisodesConfig struct {
+	// Enabled makes every child of a compile-fix prompt an agent episode
+	// (tools over the task's snapshot, the build run in the build sandbox)
+	// instead of one sampled response. Other task kinds are not affected.
+	Enabled bool `yaml:"enabled"`
+	// MaxSteps bounds the model's turns of one episode; an episode that
+	// has not submitted by then ends with step_budget.
+	MaxSteps int `yaml:"max_steps"`
+	// MaxTokens bounds an episode's response tokens, the model's and the
+	// tools' outputs together (0 = no bound but the model's context).
+	MaxTokens int `yaml:"max_tokens"`
+	// MaxToolOutputBytes caps every tool answer, the build's diagnostics
+	// included (head and tail kept around a note of what was cut).
+	MaxToolOutputBytes int `yaml:"max_tool_output_bytes"`
+	// SystemPrompt is the system message of every episode ("" = none).
+	SystemPrompt string `yaml:"system_prompt"`
+	// Store is the workspace store's URL (a directory, file://, s3://,
+	// gs:// or mem://), the one execute reads; required when Enabled.
+	Store string `yaml:"store"`
+	// CacheDir holds the materialised snapshots ("" = a fresh temporary
+	// directory, removed at shutdown). It must not be execute's cache
+	// directory: a cache locks its directory.
+	CacheDir string `yaml:"cache_dir"`
+	// CacheMB bounds the materialised snapshots kept (least recently used
+	// ones are evicted).
+	CacheMB int `yaml:"cache_mb"`
+	// Builder configures the build tool's sandbox. Keep its uid range
+	// apart from execute's builder and the sandbox pool.
+	Builder sandbox.BuilderConfig `yaml:"builder"`
+	// Simulated configures the simulated agent (NOT a model), used with
+	// the simulated policy.
+	Simulated episode.SimulatedConfig `yaml:"simulated"`
+}
+
+// DefaultEpisodesUIDBase is the first uid of the episodes' build slots:
+// execute's builder starts at 63000, the sandbox pool at 61000.
+const DefaultEpisodesUIDBase = 64000
+
+// DefaultEpisodesConfig is off, 16 steps and 16384 tokens an episode, tool
+// answers up to 4 KiB, 1 GiB of snapshots, the default builder on uids
+// 64000 on, and the default simulated agent.
+func DefaultEpisodesConfig() EpisodesConfig {
+	b := sandbox.DefaultBuilderConfig()
+	b.UIDBase = DefaultEpisodesUIDBase
+	return EpisodesConfig{
+		MaxSteps: episode.DefaultMaxSteps, MaxTokens: 16384, MaxToolOutputBytes: 4 << 10,
+		SystemPrompt: episode.DefaultSystemPrompt, CacheMB: 1024, Builder: b,
+		Simulated: episode.DefaultSimulatedConfig(),
+	}
+}
+
+// Validate checks the configuration (the store is checked when the
+// episodes are opened, OpenEpisodes).
+func (c EpisodesConfig) Validate() error {
+	var errs []error
+	if c.MaxSteps < 1 {
+		errs = append(errs, fmt.Errorf("max_steps must be >= 1, got %d", c.MaxSteps))
+	}
+	if c.MaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("max_tokens must be >= 0, got %d", c.MaxTokens))
+	}
+	if c.MaxToolOutputBytes < 256 {
+		errs = append(errs, fmt.Errorf("max_tool_output_bytes must be >= 256, got %d", c.MaxToolOutputBytes))
+	}
+	if c.CacheMB < 1 {
+		errs = append(errs, fmt.Errorf("cache_mb must be >= 1, got %d", c.CacheMB))
+	}
+	if err := c.Builder.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("builder: %w", err))
+	}
+	if err := c.Simulated.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("episodes: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Builder runs build jobs (a *sandbox.Builder in production).
+type Builder interface {
+	Build(ctx context.Context, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+}
+
+// Episodes is what agent episodes run on.
+type Episodes struct {
+	// Cache materialises the tasks' snapshots (read-only trees).
+	Cache *workspace.Cache
+	// Builder runs the build tool.
+	Builder Builder
+	// Dir holds the build tool's per-build overlays ("" = os.TempDir()).
+	Dir string
+}
+
+// OpenEpisodes opens what cfg names: the workspace store, a snapshot cache
+// and a build sandbox. close releases them (after the stage has stopped).
+func OpenEpisodes(ctx context.Context, cfg EpisodesConfig) (eps *Episodes, close func(), err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Store == "" {
+		return nil, nil, errors.New("generate: episodes need a workspace store (episodes.store)")
+	}
+	var closers []func()
+	close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	store, err := workspace.OpenStore(ctx, cfg.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = store.Close() })
+	dir := cfg.CacheDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "murphy-episode-workspaces-"); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { _ = os.RemoveAll(dir) })
+	}
+	cache, err := workspace.NewCache(dir, int64(cfg.CacheMB)<<20, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = cache.Close() })
+	work, err := os.MkdirTemp("", "murphy-episodes-")
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = os.RemoveAll(work) })
+	b, err := sandbox.NewBuilder(cfg.Builder)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = b.Close() })
+	return &Episodes{Cache: cache, Builder: b, Dir: work}, close, nil
+}
+
+// Option configures a Stage.
+type Option func(*options)
+
+type options struct {
+	episodes *Episodes
+}
+
+// WithEpisodes gives the stage what episodes run on; it is required when
+// Config.Episodes.Enabled and ignored otherwise.
+func WithEpisodes(e *Episodes) Option { return func(o *options) { o.episodes = e } }
+
+// episodes is the stage's episode runtime.
+type episodes struct {
+	*Episodes
+	cfg EpisodesConfig
+	// sem bounds the episodes run at once (the stage's concurrency).
+	sem chan struct{}
+	m   *episodeMetrics
+
+	// seeds are the warm build caches by toolchain ("" where there is
+	// none), each from one warm-up build (seedFor).
+	mu     sync.Mutex
+	seeds  map[string]string
+	flight singleflight.Group
+}
+
+// episodeMetrics are the episodes' metrics.
+type episodeMetrics struct {
+	// Ends counts episodes by how they ended (episode.End*).
+	Ends *prometheus.CounterVec
+	// Steps counts the tool steps of episodes, by tool.
+	Steps *prometheus.CounterVec
+	// Builds counts the build tool's runs.
+	Builds prometheus.Counter
+	// Duration is the time of one episode.
+	Duration prometheus.Histogram
+}
+
+func newEpisodeMetrics(reg prometheus.Registerer) *episodeMetrics {
+	l := prometheus.Labels{"stage": "generate"}
+	m := &episodeMetrics{
+		Ends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_episodes_total",
+			Help: "Agent episodes, by how they ended.", ConstLabels: l}, []string{"end"}),
+		Steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_episode_steps_total",
+			Help: "Tool steps of agent episodes, by tool.", ConstLabels: l}, []string{"tool"}),
+		Builds: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_episode_builds_total",
+			Help: "Builds run by the build tool of agent episodes.", ConstLabels: l}),
+		Duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_episode_seconds",
+			Help: "Duration of one agent episode.", ConstLabels: l, Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Ends, m.Steps, m.Builds, m.Duration} {
+			reg.MustRegister(c)
+		}
+	}
+	return m
+}
+
+// setupEpisodes checks and installs the episode runtime.
+func (s *Stage) setupEpisodes(o options, reg prometheus.Registerer) error {
+	if !s.cfg.Episodes.Enabled {
+		return nil
+	}
+	if o.episodes == nil || o.episodes.Cache == nil || o.episodes.Builder == nil {
+		return errors.New("generate: episodes are enabled but have no snapshot cache and builder (OpenEpisodes, WithEpisodes)")
+	}
+	switch pol := s.pol.(type) {
+	case *policy.Simulated:
+	case *policy.OpenAI:
+		if pol.Client().Config().TokenizePath == "" {
+			return errors.New("generate: episodes need the server's tokenize endpoint (policy.openai.client.tokenize_path) to tokenize tool outputs")
+		}
+	default:
+		return fmt.Errorf("generate: episodes need the simulated or the openai policy, not %s", s.pol.Name())
+	}
+	s.ep = &episodes{Episodes: o.episodes, cfg: s.cfg.Episodes, sem: make(chan struct{}, s.cfg.Concurrency),
+		m: newEpisodeMetrics(reg), seeds: map[string]string{}}
+	return nil
+}
+
+// generateEpisodes runs the children of compile-fix prompt p as episodes,
+// at most Concurrency episodes of the stage at once. It returns an error
+// only when ctx ends or the workspace store cannot be read right now (the
+// prompt is then redelivered).
+func (s *Stage) generateEpisodes(ctx context.Context, p *topics.Prompt, task *topics.Task, ids []string) ([]*topics.Candidate, error) {
+	start := time.Now()
+	now := s.now().UTC()
+	out := make([]*topics.Candidate, len(ids))
+	for i, id := range ids {
+		out[i] = s.newCandidate(p, id, i, now)
+	}
+	failAll := func(cause string, err error) []*topics.Candidate {
+		for _, c := range out {
+			c.EpisodeEnd = episode.EndError
+			markInfra(c, cause, err)
+		}
+		return out
+	}
+	cf := task.CompileFix
+	if cf == nil || len(cf.Build) == 0 {
+		return failAll(InfraWorkspace, fmt.Errorf("compile-fix task %s has no compile_fix setting", task.TaskID)), nil
+	}
+	tree, err := s.ep.Cache.Get(ctx, cf.Workspace)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
+		return failAll(InfraWorkspace, fmt.Errorf("workspace %s: %w", cf.Workspace, err)), nil
+	default:
+		return nil, fmt.Errorf("generate: workspace %s: %w", cf.Workspace, err)
+	}
+	defer tree.Release()
+	var wg sync.WaitGroup
+launch:
+	for _, c := range out {
+		select {
+		case s.ep.sem <- struct{}{}:
+		case <-ctx.Done():
+			break launch
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-s.ep.sem; wg.Done() }()
+			s.runEpisode(ctx, p, task, tree.Dir(), c)
+		}()
+	}
+	wg.Wait()
+	s.m.observeCall(time.Since(start))
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+// runEpisode runs candidate c's episode over the snapshot at root and
+// fills c.
+func (s *Stage) runEpisode(ctx context.Context, p *topics.Prompt, task *topics.Task, root string, c *topics.Candidate) {
+	start := time.Now()
+	fail := func(cause string, err error) {
+		c.EpisodeEnd = episode.EndError
+		markInfra(c, cause, err)
+		s.ep.m.Ends.WithLabelValues(episode.EndError).Inc()
+	}
+	agent, err := s.agentFor(task, p, c.NodeID)
+	if err != nil {
+		fail(topics.InfraInference, fmt.Errorf("episode agent: %w", err))
+		return
+	}
+	cfg := s.ep.cfg
+	tools, err := episode.NewTools(root, s.buildFunc(task, root), episode.ToolsConfig{MaxOutputBytes: cfg.MaxToolOutputBytes})
+	if err != nil {
+		fail(InfraWorkspace, err)
+		return
+	}
+	res, err := episode.Run(ctx, episode.Config{
+		System: cfg.SystemPrompt, Prompt: p.Text, MaxSteps: cfg.MaxSteps, MaxTokens: cfg.MaxTokens,
+		MaxToolOutputBytes: cfg.MaxToolOutputBytes,
+	}, agent, tools)
+	s.ep.m.Duration.Observe(time.Since(start).Seconds())
+	s.ep.m.Builds.Add(float64(tools.Builds()))
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the whole prompt is redelivered
+		}
+		cause := topics.InfraInference
+		var sf *sandboxFailure
+		if errors.As(err, &sf) {
+			cause = InfraSandbox
+		}
+		fail(cause, err)
+		return
+	}
+	res.ApplyTo(c)
+	c.Policy = agent.Name()
+	if c.PromptTokenIDs == nil {
+		c.PromptTokenIDs = []int32{}
+	}
+	if c.ResponseTokenIDs == nil {
+		c.ResponseTokenIDs = []int32{}
+	}
+	if c.ResponseLogprobs == nil {
+		c.ResponseLogprobs = []float32{}
+	}
+	s.ep.m.Ends.WithLabelValues(res.EpisodeEnd).Inc()
+	for _, st := range res.Steps {
+		s.ep.m.Steps.WithLabelValues(st.Tool).Inc()
+	}
+	if res.EpisodeEnd == episode.EndContext && len(res.ResponseTokenIDs) == 0 {
+		// Not one token fitted: the prompt alone overflows the model's
+		// context, as for a single response.
+		markInfra(c, topics.InfraContextOverflow, errors.New("episode: the prompt leaves no room in the model's context window"))
+	}
+}
+
+// agentFor is the agent of node nodeID's episode: the simulated agent for
+// the simulated policy, the OpenAI agent on the policy's client otherwise.
+func (s *Stage) agentFor(task *topics.Task, p *topics.Prompt, nodeID string) (episode.Agent, error) {
+	switch pol := s.pol.(type) {
+	case *policy.Simulated:
+		return episode.NewSimulatedAgent(s.ep.cfg.Simulated, task, p, nodeID)
+	case *policy.OpenAI:
+		return episode.OpenAIAgentFor(pol, nodeID)
+	}
+	return nil, fmt.Errorf("generate: no episode agent for policy %s", s.pol.Name())
+}
+
+// sandboxFailure is a build the sandbox could not run: an infrastructure
+// failure of the episode, not a failed build.
+type sandboxFailure struct{ err error }
+
+func (e *sandboxFailure) Error() string { return "build sandbox: " + e.err.Error() }
+func (e *sandboxFailure) Unwrap() error { return e.err }
+
+// buildFunc is the build tool of an episode over the snapshot at root:
+// the edits are written to a fresh overlay directory and the task's build
+// runs in the build sandbox over the snapshot and the overlay. It answers
+// whether the build passed and its diagnostics (parsed and rendered with
+// their source lines, capped); an edit of build configuration is refused
+// without building, as execute refuses the diff.
+func (s *Stage) buildFunc(task *topics.Task, root string) episode.BuildFunc {
+	cf := task.CompileFix
+	protected := patch.DefaultProtected(cf.Build)
+	limits := buildLimits(task)
+	capBytes := s.ep.cfg.MaxToolOutputBytes
+	return func(ctx context.Context, changed map[string][]byte, deleted []string) (bool, string, error) {
+		var refused []string
+		for p := range changed {
+			if protected(p) {
+				refused = append(refused, p)
+			}
+		}
+		for _, p := range deleted {
+			if protected(p) {
+				refused = append(refused, p)
+			}
+		}
+		if len(refused) > 0 {
+			sort.Strings(refused)
+			return false, fmt.Sprintf("the build did not run: %s is build configuration, which a fix may not change "+
+				"(a submitted diff that changes it is refused); undo that edit", strings.Join(refused, ", ")), nil
+		}
+		overlay, err := s.writeOverlay(changed)
+		if overlay != "" {
+			defer os.RemoveAll(overlay)
+		}
+		if err != nil {
+			return false, "", &sandboxFailure{err}
+		}
+		res, err := s.ep.Builder.Build(ctx, &sandbox.BuildJob{
+			Tree: root, Overlay: overlay, Deleted: deleted, Commands: [][]string{cf.Build}, Limits: limits,
+			Seed: s.seedFor(ctx, task, root),
+		})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, "", err
+		case err != nil:
+			return false, "", &sandboxFailure{err}
+		case res.SandboxError != "":
+			return false, "", &sandboxFailure{fmt.Errorf("%s (%s)", res.SandboxError, res.SandboxErrorKind)}
+		case len(res.Commands) == 0:
+			return false, "", &sandboxFailure{errors.New("no command result")}
+		}
+		cmd := &res.Commands[0]
+		return cmd.OK(), renderBuild(toolOf(cf), cmd, res.Limits, root, overlay, changed, capBytes), nil
+	}
+}
+
+// warmKeep are the build caches kept, by toolchain, from a warm-up build
+// to seed the episodes' builds: a Go build with an empty cache compiles
+// the standard library packages it imports (tens of seconds of CPU).
+var warmKeep = map[string][]string{"go": {"gocache"}}
+
+// seedFor is the warm build cache for the task's toolchain ("" for none).
+// The first build of a toolchain that keeps a cache is preceded by a
+// warm-up build of the task's own files, the snapshot with the reference
+// patch (trusted: no episode's edits), whose cache is kept and copied into
+// every later build of the toolchain. There is one warm-up per toolchain
+// (another only when the context of the first ended): whatever its outcome
+// (a reference that does not build, a limit reached on a loaded host, a
+// sandbox failure), a failed warm-up leaves the builds unseeded rather
+// than doubling their cost.
+func (s *Stage) seedFor(ctx context.Context, task *topics.Task, root string) string {
+	tool := toolOf(task.CompileFix)
+	keep := warmKeep[tool]
+	if keep == nil {
+		return ""
+	}
+	e := s.ep
+	e.mu.Lock()
+	seed, ok := e.seeds[tool]
+	e.mu.Unlock()
+	if ok {
+		return seed
+	}
+	v, _, _ := e.flight.Do(tool, func() (any, error) {
+		seed, final := s.warmUp(ctx, task, root, keep)
+		if final {
+			e.mu.Lock()
+			e.seeds[tool] = seed
+			e.mu.Unlock()
+		}
+		return seed, nil
+	})
+	return v.(string)
+}
+
+// warmUp builds the snapshot at root with the task's reference patch,
+// keeping the caches keep names; it returns the directory holding them
+// ("" when none was kept) and whether that outcome is final.
+func (s *Stage) warmUp(ctx context.Context, task *topics.Task, root string, keep []string) (string, bool) {
+	cf := task.CompileFix
+	applied, err := patch.Apply(root, task.ReferencePatch, patch.Options{Protected: patch.DefaultProtected(cf.Build)})
+	if err != nil {
+		return "", true // no usable reference: no warm cache
+	}
+	base := s.ep.Dir
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "murphy-episode-seed-")
+	if err != nil {
+		return "", true
+	}
+	_ = os.Chmod(dir, 0o755)
+	overlay, export := filepath.Join(dir, "overlay"), filepath.Join(dir, "kept")
+	if err := applied.Write(overlay); err != nil {
+		os.RemoveAll(dir)
+		return "", true
+	}
+	res, err := s.ep.Builder.Build(ctx, &sandbox.BuildJob{
+		Tree: root, Overlay: overlay, Deleted: applied.Deleted(), Commands: [][]string{cf.Build},
+		Limits: buildLimits(task), Keep: keep, Export: export,
+	})
+	os.RemoveAll(overlay)
+	if err != nil || !res.OK() {
+		os.RemoveAll(dir)
+		return "", ctx.Err() == nil
+	}
+	if _, err := os.Stat(filepath.Join(export, keep[0])); err != nil {
+		os.RemoveAll(dir)
+		return "", true
+	}
+	return export, true
+}
+
+// writeOverlay writes the changed files into a new directory readable by
+// the build's uid.
+func (s *Stage) writeOverlay(changed map[string][]byte) (string, error) {
+	dir := s.ep.Dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	overlay, err := os.MkdirTemp(dir, "murphy-episode-overlay-")
+	if err != nil {
+		return "", fmt.Errorf("overlay: %w", err)
+	}
+	if err := os.Chmod(overlay, 0o755); err != nil {
+		return overlay, fmt.Errorf("overlay: %w", err)
+	}
+	for p, b := range changed {
+		full := filepath.Join(overlay, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return overlay, fmt.Errorf("overlay: %w", err)
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
+			return overlay, fmt.Errorf("overlay: %w", err)
+		}
+	}
+	return overlay, nil
+}
+
+// renderBuild is what the build tool answers after the build: why it was
+// stopped (a limit), then its diagnostics with source excerpts (from the
+// episode's edits where it changed the file), else its raw output, within
+// about capBytes.
+func renderBuild(tool string, cmd *sandbox.CommandResult, lim sandbox.BuildLimits, root, overlay string,
+	changed map[string][]byte, capBytes int) string {
+	var b strings.Builder
+	switch {
+	case cmd.TimedOut:
+		fmt.Fprintf(&b, "The build exceeded its time limit (%s of CPU time, %s wall).\n", lim.CPU, lim.Wall)
+	case cmd.MemoryKilled:
+		b.WriteString("The build ran out of memory.\n")
+	case cmd.OutputLimited:
+		fmt.Fprintf(&b, "The build wrote more than %d bytes of output.\n", lim.OutputBytes)
+	case cmd.DiskFull && !cmd.OK():
+		fmt.Fprintf(&b, "The build filled the workspace (%d MB).\n", lim.DiskMB)
+	}
+	room := max(capBytes-b.Len(), 256)
+	ds := diag.Parse(tool, cmd.Output, "/work")
+	switch {
+	case len(ds) > 0:
+		for i := range ds {
+			if ds[i].Excerpt != "" {
+				continue
+			}
+			dir := root
+			if _, ok := changed[ds[i].File]; ok {
+				dir = overlay
+			}
+			ds[i].Excerpt = diag.Excerpt(dir, ds[i], 2)
+		}
+		b.WriteString(diag.Render(ds, "", room))
+	case len(cmd.Output) > 0 && !cmd.OK():
+		b.WriteString(episode.CapOutput(string(cmd.Output), room))
+	case !cmd.OK() && cmd.Signal != "":
+		fmt.Fprintf(&b, "The build was killed by %s.\n", cmd.Signal)
+	case !cmd.OK():
+		fmt.Fprintf(&b, "The build exited with status %d.\n", cmd.ExitCode)
+	}
+	return b.String()
+}
+
+// buildLimits maps a task's limits onto the build sandbox's, as execute
+// does for its builds.
+func buildLimits(task *topics.Task) sandbox.BuildLimits {
+	var l sandbox.BuildLimits
+	if task.TimeoutMS > 0 {
+		l.CPU = time.Duration(task.TimeoutMS) * time.Millisecond
+		l.Wall = 2*l.CPU + 5*time.Second
+	}
+	if task.CompileFix != nil {
+		l.DiskMB = task.CompileFix.DiskMB
+	}
+	return l
+}
+
+// toolOf is the diagnostics parser's hint for a task.
+func toolOf(cf *topics.CompileFix) string {
+	if cf.Toolchain != "" {
+		return cf.Toolchain
+	}
+	return filepath.Base(cf.Build[0])
+}
