@@ -344,7 +344,7 @@ func (s *Stage) runEpisode(ctx context.Context, p *topics.Prompt, task *topics.T
 		return
 	}
 	res, err := episode.Run(ctx, episode.Config{
-		System: cfg.SystemPrompt, Prompt: p.Text, MaxSteps: cfg.MaxSteps, MaxTokens: cfg.MaxTokens,
+		System: cfg.SystemPrompt, Prompt: EpisodePrompt(p, task), MaxSteps: cfg.MaxSteps, MaxTokens: cfg.MaxTokens,
 		MaxToolOutputBytes: cfg.MaxToolOutputBytes,
 	}, agent, tools)
 	s.ep.m.Duration.Observe(time.Since(start).Seconds())
@@ -622,4 +622,24 @@ func toolOf(cf *topics.CompileFix) string {
 		return cf.Toolchain
 	}
 	return filepath.Base(cf.Build[0])
+}
+
+// EpisodePrompt is the user turn of an agent episode: the task (its
+// statement, build command, diagnostics and files) with an instruction to
+// use the tools, not the single-response instruction of p.Text (reply with
+// one diff); a refinement adds the failed attempt and its feedback. Each
+// episode starts from the original files.
+func EpisodePrompt(p *topics.Prompt, task *topics.Task) string {
+	var b strings.Builder
+	b.WriteString("The build of this project fails. Use the tools to find and fix the cause, run the build, and call submit when it passes.\n\n")
+	b.WriteString(strings.TrimRight(task.Prompt, "\n"))
+	b.WriteString("\n")
+	if p.Feedback != "" {
+		b.WriteString("\nAn earlier attempt was not accepted. The workspace is back at the original files.\n")
+		if strings.TrimSpace(p.ParentCode) != "" {
+			fmt.Fprintf(&b, "Earlier attempt:\n```diff\n%s\n```\n", strings.TrimRight(p.ParentCode, "\n"))
+		}
+		fmt.Fprintf(&b, "Its result:\n%s\n", strings.TrimRight(p.Feedback, "\n"))
+	}
+	return b.String()
 }

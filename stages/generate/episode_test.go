@@ -406,3 +406,20 @@ func TestEpisodeBuildSeed(t *testing.T) {
 		}
 	}
 }
+
+// TestEpisodePrompt: an episode is told to use its tools (never to reply
+// with one diff block), sees the whole task, and a refinement sees the
+// failed attempt and its feedback.
+func TestEpisodePrompt(t *testing.T) {
+	task := compileFixTask(t, episodeTaskID)
+	root := &topics.Prompt{Text: RootPromptText(&task)}
+	got := EpisodePrompt(root, &task)
+	if !strings.Contains(got, "Use the tools") || !strings.Contains(got, task.Prompt[:40]) || strings.Contains(got, "```diff code block") {
+		t.Fatalf("root episode prompt:\n%s", got)
+	}
+	ref := &topics.Prompt{Text: "refine", Feedback: "Status: compile_error\nini.c:53:19: error: expected ';'", ParentCode: "--- a/ini.c\n+++ b/ini.c\n"}
+	got = EpisodePrompt(ref, &task)
+	if !strings.Contains(got, "ini.c:53:19") || !strings.Contains(got, "```diff\n--- a/ini.c") || !strings.Contains(got, "original files") {
+		t.Fatalf("refinement episode prompt:\n%s", got)
+	}
+}
