@@ -19,7 +19,6 @@ func newTestBuilder(t *testing.T, mod func(*BuilderConfig)) *Builder {
 	}
 	cfg := DefaultBuilderConfig()
 	cfg.Workers = 2
-	cfg.LockDir = t.TempDir()
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -82,6 +81,19 @@ func TestBuilderBuildsAndReportsFailures(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(tree, "main.c")); !strings.Contains(string(b), "foo(3)") {
 		t.Fatal("the snapshot changed")
+	}
+	// A snapshot is materialised read-only; its copy in the job is writable
+	// throughout, also where the overlay touches nothing.
+	ro := writeTree(t, map[string]string{"sub/deep/x.c": "int x;\n"})
+	for _, d := range []string{"sub/deep", "sub", "."} {
+		if err := os.Chmod(filepath.Join(ro, d), 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+	res = build(t, b, &BuildJob{Tree: ro, Commands: [][]string{sh("touch sub/deep/x.o new && rm sub/deep/x.c")}})
+	if !res.OK() {
+		t.Fatalf("read-only snapshot copy: %+v %s", res, res.Commands[0].Output)
 	}
 	res = build(t, b, &BuildJob{Tree: tree, Deleted: []string{"main.c"}, Commands: [][]string{sh("test ! -e main.c && test -e Makefile")}})
 	if !res.OK() {

@@ -70,7 +70,9 @@ def prepare(job, uid):
             drop(uid, job["limits"])
             os.umask(0o022)
             shutil.copytree("/src", "/work", symlinks=True, dirs_exist_ok=True, copy_function=shutil.copyfile)
+            # The snapshot is read-only; its copy is the job's to build in.
             for root, dirs, files in os.walk("/work"):
+                os.chmod(root, 0o755)
                 for n in files:
                     p = os.path.join(root, n)
                     if os.stat("/src" + p[len("/work"):]).st_mode & stat.S_IXUSR:

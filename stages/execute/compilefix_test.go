@@ -45,7 +45,6 @@ func openCompileFix(t *testing.T) (*CompileFix, map[string]*topics.Task, string)
 	cfg := DefaultCompileFixConfig()
 	cfg.Store = dir
 	cfg.Builder.Workers = 2
-	cfg.Builder.LockDir = t.TempDir()
 	cf, closeCF, err := OpenCompileFix(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
