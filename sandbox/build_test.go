@@ -170,7 +170,7 @@ func TestBuilderKeepsAndSeeds(t *testing.T) {
 		t.Fatalf("export not sealed: %v %v", fi, err)
 	}
 	for range 2 { // both slots' uids read the seed; neither changes it
-		res = build(t, b, &BuildJob{Tree: tree, Seed: exp, Commands: [][]string{sh("grep -q warm /tmp/cache/entry && echo cold > /tmp/cache/entry")}})
+		res = build(t, b, &BuildJob{Tree: tree, Seed: exp, Commands: [][]string{sh("grep -q warm /tmp/cache/entry && ! (echo cold > /tmp/cache/entry) && rm /tmp/cache/entry && echo cold > /tmp/cache/entry && echo new > /tmp/cache/other")}})
 		if !res.OK() {
 			t.Fatalf("seed: %+v %s", res, res.Commands[0].Output)
 		}

@@ -51,12 +51,16 @@ def kill_uid(uid):
     os.waitpid(pid, 0)
 
 
-def writable(top):
-    """Makes a copied tree the job's to change (seeds are sealed read-only)."""
-    os.chmod(top, 0o755)
-    for root, dirs, files in os.walk(top):
-        for n in dirs:
-            os.chmod(os.path.join(root, n), 0o755)
+def link_tree(src, dst):
+    """Gives the job a seed (a build cache) without copying it: its own
+    writable directories whose files are symbolic links into the read-only
+    seed. A cache reads its entries through the links and writes new ones
+    beside them; the seed itself cannot change."""
+    for root, dirs, files in os.walk(src):
+        out = os.path.join(dst, os.path.relpath(root, src))
+        os.makedirs(out, mode=0o755, exist_ok=True)
+        for n in files:
+            os.symlink(os.path.join(root, n), os.path.join(out, n))
 
 
 def prepare(job, uid):
@@ -85,10 +89,7 @@ def prepare(job, uid):
                     os.unlink(p)
             if os.path.isdir("/seed"):
                 for name in os.listdir("/seed"):
-                    dst = os.path.join("/tmp", name)
-                    shutil.copytree(os.path.join("/seed", name), dst, symlinks=False, dirs_exist_ok=True,
-                                    copy_function=shutil.copyfile)
-                    writable(dst)
+                    link_tree(os.path.join("/seed", name), os.path.join("/tmp", name))
         except OSError as e:
             sys.stderr.write("prepare: %s\n" % e)
             code = 28 if getattr(e, "errno", 0) == 28 else 1

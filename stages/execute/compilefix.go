@@ -26,6 +26,7 @@ import (
 type Builder interface {
 	Build(ctx context.Context, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
 	Warm(ctx context.Context, key string, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+	Seed(key string) string
 }
 
 // CompileFix evaluates compile-fix candidates (COMPILEFIX.md): it applies
@@ -94,10 +95,14 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 		return b, nil
 	}
 	v, err, _ := c.flight.Do(key, func() (any, error) {
-		// The unpatched snapshot is task data, not a candidate's: its
-		// build may seed the toolchain's cache for every later job.
-		res, err := c.Builder.Warm(ctx, toolOf(cf), &sandbox.BuildJob{
-			Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task)})
+		seedKey := seedKeyOf(cf)
+		if c.Builder.Seed(seedKey) == "" {
+			if err := c.warm(ctx, task, tree, seedKey); err != nil {
+				return nil, err
+			}
+		}
+		res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
+			Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task), SeedKey: seedKey})
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +129,65 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 		return nil, err
 	}
 	return v.(*baseline), nil
+}
+
+// seedKeyOf names the kept build cache a task's jobs start from: one per
+// toolchain, and another for tasks with a tests command (a Go test binary
+// needs more of the standard library than the build).
+func seedKeyOf(cf *topics.CompileFix) string {
+	if len(cf.Tests) > 0 {
+		return toolOf(cf) + "+tests"
+	}
+	return toolOf(cf)
+}
+
+// warm keeps the build caches of the task's own repaired tree (the snapshot
+// with the reference patch: task data, never a candidate's) as the seed of
+// key: a build and tests command warm everything a candidate's job needs
+// but its own changes. Without a reference the unpatched build warms it.
+func (c *CompileFix) warm(ctx context.Context, task *topics.Task, tree *workspace.Tree, key string) error {
+	cf := task.CompileFix
+	job := &sandbox.BuildJob{Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task)}
+	if task.ReferencePatch != "" {
+		applied, err := patch.Apply(tree.Dir(), task.ReferencePatch, patch.Options{})
+		if err == nil {
+			overlay, oerr := os.MkdirTemp(c.dir(), "murphy-warm-")
+			if oerr != nil {
+				return fmt.Errorf("execute: warm-up overlay: %w", oerr)
+			}
+			defer os.RemoveAll(overlay)
+			if err := writeOverlay(applied, overlay); err != nil {
+				return err
+			}
+			job.Overlay, job.Deleted = overlay, applied.Deleted()
+			if len(cf.Tests) > 0 {
+				job.Commands = append(job.Commands, cf.Tests)
+			}
+		}
+	}
+	_, err := c.Builder.Warm(ctx, key, job)
+	return err
+}
+
+// writeOverlay writes a patch's changed files to dir, readable by a
+// build's uid.
+func writeOverlay(applied *patch.Result, dir string) error {
+	if err := applied.Write(dir); err != nil {
+		return fmt.Errorf("execute: overlay: %w", err)
+	}
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, fi.Mode().Perm()|0o444)
+	})
 }
 
 // Close forgets the baselines.
@@ -184,28 +248,16 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 		return sandboxErr(topics.SandboxErrorInternal, "overlay: "+err.Error())
 	}
 	defer os.RemoveAll(overlay)
-	if err := applied.Write(overlay); err != nil {
-		return sandboxErr(topics.SandboxErrorInternal, "overlay: "+err.Error())
+	if err := writeOverlay(applied, overlay); err != nil {
+		return sandboxErr(topics.SandboxErrorInternal, err.Error())
 	}
-	// The job's tree must be readable by the build's uid.
-	_ = filepath.WalkDir(overlay, func(p string, d os.DirEntry, err error) error {
-		if err == nil {
-			if d.IsDir() {
-				_ = os.Chmod(p, 0o755)
-			} else {
-				fi, _ := d.Info()
-				_ = os.Chmod(p, fi.Mode().Perm()|0o444)
-			}
-		}
-		return nil
-	})
 	cmds := [][]string{cf.Build}
 	if len(cf.Tests) > 0 {
 		cmds = append(cmds, cf.Tests)
 	}
 	res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
 		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: cmds,
-		Limits: compileLimits(task), SeedKey: toolOf(cf),
+		Limits: compileLimits(task), SeedKey: seedKeyOf(cf),
 	})
 	if err != nil {
 		return Outcome{}, err

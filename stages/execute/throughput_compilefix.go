@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -17,12 +20,14 @@ import (
 // CompileFixThroughputResult is one run of the compile-fix benchmark: every
 // task's reference patch evaluated through CompileFix (patch, build sandbox,
 // diagnostics), against the same build commands run directly on copies of
-// the patched trees prepared beforehand.
+// the patched trees prepared beforehand, the tests commands included.
 type CompileFixThroughputResult struct {
 	Executions int
 	Workers    int
 	Sandboxed  time.Duration
 	Direct     time.Duration
+	// PerTask are each task's summed execution times on both sides.
+	PerTask map[string][2]time.Duration
 }
 
 // SandboxedRate and DirectRate are executions per second.
@@ -43,18 +48,44 @@ func (r CompileFixThroughputResult) String() string {
 		"  the build commands on prepared copies        %7.2f executions/s (%s)\n"+
 		"  ratio                                        %7.2f (target >= 0.7)\n",
 		r.Executions, r.Workers, r.SandboxedRate(), r.Sandboxed.Round(time.Millisecond),
-		r.DirectRate(), r.Direct.Round(time.Millisecond), r.Ratio())
+		r.DirectRate(), r.Direct.Round(time.Millisecond), r.Ratio()) + r.perTask()
+}
+
+// perTask lists the tasks by their time through murphy over their direct
+// time, slowest first.
+func (r CompileFixThroughputResult) perTask() string {
+	ids := make([]string, 0, len(r.PerTask))
+	for id := range r.PerTask {
+		ids = append(ids, id)
+	}
+	ratio := func(id string) float64 { d := r.PerTask[id]; return d[0].Seconds() / max(d[1].Seconds(), 1e-9) }
+	sort.Slice(ids, func(a, b int) bool { return ratio(ids[a]) > ratio(ids[b]) })
+	var b strings.Builder
+	b.WriteString("  per task (murphy / direct, summed over repeats):\n")
+	for _, id := range ids {
+		d := r.PerTask[id]
+		fmt.Fprintf(&b, "    %-28s %8s / %-8s %5.2fx\n", id, d[0].Round(time.Millisecond), d[1].Round(time.Millisecond), ratio(id))
+	}
+	return b.String()
 }
 
 // CompileFixThroughput measures cf on the reference patches of ts, repeat
 // times each, workers at once, after one warm-up evaluation per task (the
 // baselines and the snapshot cache are built once per snapshot, as in a
-// long run). The direct side runs each build command on its own copy of
-// the patched tree (copies made before the clock starts), with a build
-// cache warmed the same way, workers at once. Every execution must pass on
-// both sides.
+// long run). The direct side runs each build command (and tests command)
+// on its own copy of the patched tree (copies made before the clock
+// starts), with a build cache warmed the same way (each unpatched tree
+// built once), workers at once. Every execution must pass on both sides.
 func CompileFixThroughput(ctx context.Context, cf *CompileFix, workers, repeat int, ts []topics.Task) (CompileFixThroughputResult, error) {
-	res := CompileFixThroughputResult{Executions: len(ts) * repeat, Workers: workers}
+	res := CompileFixThroughputResult{Executions: len(ts) * repeat, Workers: workers, PerTask: map[string][2]time.Duration{}}
+	var mu sync.Mutex
+	account := func(id string, side int, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		v := res.PerTask[id]
+		v[side] += d
+		res.PerTask[id] = v
+	}
 	for i := range ts {
 		t := &ts[i]
 		if t.Kind != topics.KindCompileFix || t.ReferencePatch == "" {
@@ -79,7 +110,9 @@ func CompileFixThroughput(ctx context.Context, cf *CompileFix, workers, repeat i
 	g.SetLimit(workers)
 	for _, i := range jobs {
 		g.Go(func() error {
+			t0 := time.Now()
 			out, err := cf.Evaluate(gctx, &ts[i], ts[i].ReferencePatch, DefaultFeedbackBytes)
+			account(ts[i].TaskID, 0, time.Since(t0))
 			if err == nil && out.Status != topics.StatusPassed {
 				err = fmt.Errorf("%s: %s", ts[i].TaskID, out.Status)
 			}
@@ -97,61 +130,83 @@ func CompileFixThroughput(ctx context.Context, cf *CompileFix, workers, repeat i
 	}
 	defer os.RemoveAll(dir)
 	gocache := filepath.Join(dir, "gocache")
-	env := append(os.Environ(), "GOCACHE="+gocache, "GOFLAGS=-buildvcs=false", "GOPROXY=off", "GOTOOLCHAIN=local",
+	// -count=1: go test results are not cached on either side (the
+	// sandboxed jobs start from the baseline's cache, which has none).
+	env := append(os.Environ(), "GOCACHE="+gocache, "GOFLAGS=-buildvcs=false -count=1", "GOPROXY=off", "GOTOOLCHAIN=local",
 		"TMPDIR="+dir)
-	copies := make([]string, len(jobs)+len(ts))
-	for k := range copies {
-		i := k % len(ts)
-		if k >= len(ts) {
-			i = jobs[k-len(ts)]
-		}
+	// copy prepares a copy of task i's snapshot, patched unless baseline.
+	prepare := func(i int, baseline bool, to string) error {
 		tree, err := cf.Cache.Get(ctx, ts[i].CompileFix.Workspace)
 		if err != nil {
-			return res, err
+			return err
 		}
-		applied, err := patch.Apply(tree.Dir(), ts[i].ReferencePatch, patch.Options{})
-		if err == nil {
-			copies[k] = filepath.Join(dir, fmt.Sprint(k))
-			err = os.CopyFS(copies[k], os.DirFS(tree.Dir()))
+		defer tree.Release()
+		var applied *patch.Result
+		if !baseline {
+			if applied, err = patch.Apply(tree.Dir(), ts[i].ReferencePatch, patch.Options{}); err != nil {
+				return err
+			}
 		}
-		tree.Release()
-		if err == nil {
-			err = makeWritable(copies[k])
+		if err := os.CopyFS(to, os.DirFS(tree.Dir())); err != nil {
+			return err
 		}
-		if err == nil {
-			err = applied.Write(copies[k])
+		if err := makeWritable(to); err != nil {
+			return err
+		}
+		if applied == nil {
+			return nil
 		}
 		for _, d := range applied.Deleted() {
-			_ = os.Remove(filepath.Join(copies[k], d))
+			_ = os.Remove(filepath.Join(to, d))
 		}
-		if err != nil {
-			return res, err
-		}
+		return applied.Write(to)
 	}
-	direct := func(ctx context.Context, k int) error {
-		t := &ts[k%len(ts)]
-		if k >= len(ts) {
-			t = &ts[jobs[k-len(ts)]]
+	run := func(ctx context.Context, t *topics.Task, at string, mustPass bool) error {
+		cmds := [][]string{t.CompileFix.Build}
+		if len(t.CompileFix.Tests) > 0 {
+			cmds = append(cmds, t.CompileFix.Tests)
 		}
-		cmd := exec.CommandContext(ctx, t.CompileFix.Build[0], t.CompileFix.Build[1:]...)
-		cmd.Dir, cmd.Env = copies[k], env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: direct build: %v\n%s", t.TaskID, err, out)
+		for _, argv := range cmds {
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Dir, cmd.Env = at, env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				if mustPass {
+					return fmt.Errorf("%s: direct %v: %v\n%s", t.TaskID, argv, err, out)
+				}
+				return nil
+			}
 		}
 		return nil
 	}
-	// Warm-up: one build per task fills the build cache, as the sandboxed
-	// side's baselines did.
-	for k := range ts {
-		if err := direct(ctx, k); err != nil {
+	// Warm-up: each task's repaired tree, built and tested once, fills the
+	// build cache, as the sandboxed side's warm-up builds do (there, one per
+	// toolchain; the direct side's shared cache keeps every task's).
+	for i := range ts {
+		at := filepath.Join(dir, fmt.Sprint("warm-", i))
+		if err := prepare(i, false, at); err != nil {
+			return res, err
+		}
+		if err := run(ctx, &ts[i], at, false); err != nil {
+			return res, err
+		}
+	}
+	copies := make([]string, len(jobs))
+	for k, i := range jobs {
+		copies[k] = filepath.Join(dir, fmt.Sprint(k))
+		if err := prepare(i, false, copies[k]); err != nil {
 			return res, err
 		}
 	}
 	start = time.Now()
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for k := len(ts); k < len(copies); k++ {
-		g.Go(func() error { return direct(gctx, k) })
+	for k, i := range jobs {
+		g.Go(func() error {
+			t0 := time.Now()
+			err := run(gctx, &ts[i], copies[k], true)
+			account(ts[i].TaskID, 1, time.Since(t0))
+			return err
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return res, err
