@@ -512,7 +512,7 @@ var fmtRustc = &efmFormat{
 	post: postRustc,
 }
 
-var rustLintRE = regexp.MustCompile("#\\[(?:warn|deny|forbid)\\(([\\w:]+)\\)\\]")
+var rustLintRE = regexp.MustCompile(`#\[(?:warn|deny|forbid)\(([\w:]+)\)\]`)
 
 func postRustc(e *errorformat.Entry, d *topics.Diagnostic) bool {
 	if d.Severity == "" {

@@ -86,7 +86,6 @@ func Render(ds []topics.Diagnostic, root string, maxBytes int) string {
 		cut := cutEntry(entries[0], room-used)
 		if cut != "" {
 			b.WriteString(cut)
-			head++
 			left--
 		}
 	}

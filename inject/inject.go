@@ -27,6 +27,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -440,9 +441,10 @@ func bumpNumber(s string) string {
 		c := s[i]
 		switch {
 		case q != 0:
-			if c == '\\' {
+			switch c {
+			case '\\':
 				i++
-			} else if c == q {
+			case q:
 				q = 0
 			}
 		case c == '"' || c == '\'' || c == '`':
@@ -456,9 +458,12 @@ func bumpNumber(s string) string {
 				i = j
 				continue
 			}
-			n := 0
-			fmt.Sscan(s[i:j], &n)
-			return s[:i] + fmt.Sprint(n+1) + s[j:]
+			n, err := strconv.Atoi(s[i:j])
+			if err != nil { // too many digits: leave this one
+				i = j
+				continue
+			}
+			return s[:i] + strconv.Itoa(n+1) + s[j:]
 		}
 	}
 	return ""

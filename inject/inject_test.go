@@ -458,10 +458,11 @@ func TestPatchMatchesGNUPatch(t *testing.T) {
 			}
 			dir := t.TempDir()
 			full := filepath.Join(dir, filepath.FromSlash(m.File))
-			os.MkdirAll(filepath.Dir(full), 0o755)
-			os.WriteFile(full, m.New, 0o644)
 			pf := filepath.Join(t.TempDir(), "fix.diff")
-			os.WriteFile(pf, []byte(m.Patch()), 0o644)
+			if err := errors.Join(os.MkdirAll(filepath.Dir(full), 0o755), os.WriteFile(full, m.New, 0o644),
+				os.WriteFile(pf, []byte(m.Patch()), 0o644)); err != nil {
+				t.Fatal(err)
+			}
 			if out, err := exec.Command(bin, "-p1", "--batch", "--no-backup-if-mismatch", "-d", dir, "-i", pf).CombinedOutput(); err != nil {
 				t.Fatalf("%s %s: patch: %v\n%s", s.lang, op, err, out)
 			}
@@ -615,13 +616,14 @@ func writeTrees(t *testing.T, trees []map[string][]byte, extra map[string]string
 		dir := filepath.Join(base, fmt.Sprint(i))
 		for p, c := range tr {
 			full := filepath.Join(dir, filepath.FromSlash(p))
-			os.MkdirAll(filepath.Dir(full), 0o755)
-			if err := os.WriteFile(full, c, 0o644); err != nil {
+			if err := errors.Join(os.MkdirAll(filepath.Dir(full), 0o755), os.WriteFile(full, c, 0o644)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for p, c := range extra {
-			os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644)
+			if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		dirs = append(dirs, dir)
 	}
@@ -701,7 +703,9 @@ var builders = map[string]builder{
 	"java": {tool: "javac", available: lookPath("java", "javac"), build: func(t *testing.T, file string, trees []map[string][]byte) []buildResult {
 		dirs := writeTrees(t, trees, nil)
 		runner := filepath.Join(t.TempDir(), "Runner.java")
-		os.WriteFile(runner, []byte(strings.ReplaceAll(javaRunner, "FILE", file)), 0o644)
+		if err := os.WriteFile(runner, []byte(strings.ReplaceAll(javaRunner, "FILE", file)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		o, err := exec.Command("java", append([]string{runner}, dirs...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("java runner: %v\n%s", err, o)

@@ -242,9 +242,10 @@ func lexPython(src []byte) *lexed {
 			if depth == 0 && !pending {
 				col, j := 0, i
 				for j < n && (src[j] == ' ' || src[j] == '\t' || src[j] == '\f') {
-					if src[j] == '\t' {
+					switch src[j] {
+					case '\t':
 						col = (col/8 + 1) * 8
-					} else if src[j] == ' ' {
+					case ' ':
 						col++
 					}
 					j++

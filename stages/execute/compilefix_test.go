@@ -100,10 +100,9 @@ func TestCompileFixVerdicts(t *testing.T) {
 		t.Fatal("no murphy/cf-c-ini")
 	}
 	// A comment elsewhere: applies, the build still fails on the targets.
-	noop := "--- a/ini.h\n+++ b/ini.h\n@@ -1,1 +1,2 @@\n+/* touched */\n"
 	src, _ := os.ReadFile(filepath.Join("..", "..", "tasks", "builtin", "compilefix", "c-ini", "src", "ini.h"))
 	first := strings.SplitN(string(src), "\n", 2)[0]
-	noop = fmt.Sprintf("--- a/ini.h\n+++ b/ini.h\n@@ -1 +1,2 @@\n+/* touched */\n %s\n", first)
+	noop := fmt.Sprintf("--- a/ini.h\n+++ b/ini.h\n@@ -1 +1,2 @@\n+/* touched */\n %s\n", first)
 	out := evalCF(t, cf, task, noop)
 	if out.Status != topics.StatusCompileError || out.TargetsFixed != 0 || len(out.Diagnostics) == 0 {
 		t.Fatalf("no-op patch: %+v", out)
