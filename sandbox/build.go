@@ -119,6 +119,11 @@ type BuilderConfig struct {
 	// (toolchain configuration outside /usr, a Maven repository...).
 	// Missing ones are skipped.
 	ReadOnly []string `yaml:"read_only"`
+	// MavenRepository is a Maven local repository on the host (e.g.
+	// ~/.m2/repository) bound read-only into every build and used as
+	// Maven's local repository, so `mvn -o` builds offline from it ("" = an
+	// empty one in /tmp).
+	MavenRepository string `yaml:"maven_repository"`
 	// Env is added to every command's environment (KEY=VALUE), after the
 	// builder's own (PATH, HOME, GOCACHE, GOFLAGS, ...).
 	Env []string `yaml:"env"`
@@ -131,7 +136,7 @@ func DefaultBuilderConfig() BuilderConfig {
 	return BuilderConfig{
 		Bwrap: "/usr/bin/bwrap", Python: "/usr/bin/python3",
 		UIDBase: 63000, UIDCount: 1000, LockDir: os.TempDir(), MemoryMB: 2048,
-		ReadOnly: []string{"/etc/alternatives", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/ld.so.cache", "/etc/ssl/certs"},
+		ReadOnly: []string{"/etc/alternatives", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/maven", "/etc/ld.so.cache", "/etc/ssl/certs"},
 		Limits:   DefaultBuildLimits(),
 	}
 }
@@ -150,6 +155,11 @@ func (c BuilderConfig) Validate() error {
 	for _, e := range c.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return fmt.Errorf("sandbox: build env %q is not KEY=VALUE", e)
+		}
+	}
+	if c.MavenRepository != "" {
+		if fi, err := os.Stat(c.MavenRepository); err != nil || !fi.IsDir() || !filepath.IsAbs(c.MavenRepository) {
+			return fmt.Errorf("sandbox: maven_repository %q is not an absolute directory", c.MavenRepository)
 		}
 	}
 	return c.Limits.validate()
@@ -496,6 +506,9 @@ func (b *Builder) buildEnv(job *BuildJob) []string {
 		"GOTELEMETRY=off", "GOFLAGS=-buildvcs=false -count=1", "GONOSUMDB=*", "GOSUMDB=off",
 		"PYTHONDONTWRITEBYTECODE=", "PYTHONHASHSEED=0", "MAVEN_OPTS=-Dmaven.repo.local=/tmp/m2",
 	}
+	if b.cfg.MavenRepository != "" {
+		env[len(env)-1] = "MAVEN_OPTS=-Dmaven.repo.local=" + mavenRepositoryMount
+	}
 	env = append(env, b.cfg.Env...)
 	return append(env, job.Env...)
 }
@@ -560,6 +573,9 @@ func (b *Builder) bwrapArgs(s *buildSlot, job *BuildJob, jobDir string, lim Buil
 	if job.Overlay != "" {
 		a = append(a, "--ro-bind", job.Overlay, "/patch")
 	}
+	if b.cfg.MavenRepository != "" {
+		a = append(a, "--ro-bind", b.cfg.MavenRepository, mavenRepositoryMount)
+	}
 	if job.Seed != "" {
 		a = append(a, "--ro-bind", job.Seed, "/seed")
 	}
@@ -578,6 +594,10 @@ func (b *Builder) bwrapArgs(s *buildSlot, job *BuildJob, jobDir string, lim Buil
 		"--", b.cfg.Python, "-I", "-B", "-S", "/opt/murphy-builder/builder.py",
 	)
 }
+
+// mavenRepositoryMount is where BuilderConfig.MavenRepository is bound (at
+// the top: directories bwrap creates for a mount point are 0700).
+const mavenRepositoryMount = "/maven-repository"
 
 // buildSeccompFD is the descriptor bwrap reads the filter from
 // (ExtraFiles[2]); commands' outputs follow from fd 6 on.

@@ -18,3 +18,14 @@ if [ "${#need[@]}" -gt 0 ]; then
 	apt-get update -qq >/dev/null
 	apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# The Maven compile-fix test builds offline from the local repository: make
+# sure the plugins `mvn compile` needs are in it (fetched once from Maven
+# Central).
+if command -v mvn >/dev/null 2>&1 && [ ! -d "$HOME/.m2/repository/org/apache/maven/plugins/maven-compiler-plugin" ]; then
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp/src/main/java/x"
+	printf '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion><groupId>x</groupId><artifactId>x</artifactId><version>1</version><properties><maven.compiler.source>17</maven.compiler.source><maven.compiler.target>17</maven.compiler.target></properties></project>\n' >"$tmp/pom.xml"
+	printf 'package x;\npublic class A {}\n' >"$tmp/src/main/java/x/A.java"
+	(cd "$tmp" && mvn -B -q compile >/dev/null 2>&1) || echo "warning: could not fetch the Maven compiler plugin; the Maven compile-fix test will skip" >&2
+	rm -rf "$tmp"
+fi

@@ -68,6 +68,7 @@ var fieldDocs = map[string]string{
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.Env":                             "Env is added to every command's environment (KEY=VALUE), after the builder's own (PATH, HOME, GOCACHE, GOFLAGS, ...).",
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.Limits":                          "Limits are the default per-command limits.",
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.LockDir":                         "LockDir holds the uid lock files.",
+	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.MavenRepository":                 "MavenRepository is a Maven local repository on the host (e.g. ~/.m2/repository) bound read-only into every build and used as Maven's local repository, so `mvn -o` builds offline from it (\"\" = an empty one in /tmp).",
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.MemoryMB":                        "MemoryMB caps every process of one build, tmpfs pages included, through the slot's memory cgroup (0 = no cgroup).",
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.Python":                          "Python runs the build driver inside the sandbox (under /usr).",
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.ReadOnly":                        "ReadOnly are extra host paths bound read-only at the same place (toolchain configuration outside /usr, a Maven repository...). Missing ones are skipped.",

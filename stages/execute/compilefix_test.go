@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -219,5 +220,71 @@ func TestCompileFixBadWorkspace(t *testing.T) {
 	// Other tasks are unaffected.
 	if out := evalCF(t, cf, byID["murphy/cf-py-todo"], byID["murphy/cf-py-todo"].ReferencePatch); out.Status != topics.StatusPassed {
 		t.Fatalf("healthy task: %s\n%s", out.Status, out.Feedback)
+	}
+}
+
+// TestCompileFixMavenOffline builds a Maven project offline from a
+// read-only dependency cache (the host's local repository): the baseline's
+// javac error comes through Maven's report, and the reference builds.
+func TestCompileFixMavenOffline(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	repo := filepath.Join(home, ".m2", "repository")
+	if _, err := exec.LookPath("mvn"); err != nil {
+		t.Skip("maven is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(repo, "org", "apache", "maven", "plugins", "maven-compiler-plugin")); err != nil {
+		t.Skip("no maven-compiler-plugin in " + repo)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the build sandbox needs root")
+	}
+	ctx := context.Background()
+	const pom = `<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>x</groupId><artifactId>x</artifactId><version>1</version>
+<properties><maven.compiler.source>17</maven.compiler.source><maven.compiler.target>17</maven.compiler.target>
+<project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties></project>
+`
+	broken := "package x;\n\npublic class A {\n    int f() {\n        return y;\n    }\n}\n"
+	fixed := strings.Replace(broken, "return y;", "return 1;", 1)
+	tree := t.TempDir()
+	for p, c := range map[string]string{"pom.xml": pom, "src/main/java/x/A.java": broken} {
+		if err := os.MkdirAll(filepath.Join(tree, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storeDir := t.TempDir()
+	store, err := workspace.OpenStore(ctx, storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := store.PutDir(ctx, tree)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultCompileFixConfig()
+	cfg.Store, cfg.Builder.Workers, cfg.Builder.MavenRepository = storeDir, 1, repo
+	cf, closeCF, err := OpenCompileFix(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeCF()
+	ref := udiff.Unified("a/src/main/java/x/A.java", "b/src/main/java/x/A.java", broken, fixed)
+	task := &topics.Task{SchemaVersion: topics.SchemaVersion, TaskID: "maven", Kind: topics.KindCompileFix, Prompt: "fix", Language: "java",
+		ReferencePatch: ref, TimeoutMS: 120000, CompileFix: &topics.CompileFix{Workspace: digest,
+			Build: []string{"mvn", "-o", "-B", "-q", "compile"}, Toolchain: "maven"}}
+	noop := udiff.Unified("a/pom.xml", "b/pom.xml", pom, pom+"\n")
+	if out := evalCF(t, cf, task, noop); out.Status != topics.StatusPatchFailed {
+		t.Fatalf("a pom.xml edit: %s\n%s", out.Status, out.Feedback) // build configuration
+	}
+	out := evalCF(t, cf, task, udiff.Unified("a/src/main/java/x/A.java", "b/src/main/java/x/A.java", broken, broken+"// touched\n"))
+	if out.Status != topics.StatusCompileError || !strings.Contains(out.Feedback, "A.java:5") || !strings.Contains(out.Feedback, "cannot find symbol") {
+		t.Fatalf("unfixed: %s\n%s", out.Status, out.Feedback)
+	}
+	if out := evalCF(t, cf, task, ref); out.Status != topics.StatusPassed {
+		t.Fatalf("reference: %s\n%s", out.Status, out.Feedback)
 	}
 }
