@@ -168,7 +168,9 @@ type CompileFix struct {
 	// them go away without a new error.
 	Targets []Diagnostic `json:"target_diagnostics"`
 	// Scope lists workspace paths (files or directories) whose diagnostics
-	// count; empty means the whole workspace.
+	// count (as targets still present or new errors, and in feedback);
+	// empty means the whole workspace. The build's exit status decides
+	// whether it compiles either way.
 	Scope []string `json:"compile_scope,omitempty"`
 	// Tests is an optional tests command (argv) run after a successful
 	// build; when it fails the candidate scores at most the middle tier.

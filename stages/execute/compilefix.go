@@ -267,13 +267,17 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 	}
 	bc := res.Commands[0]
 	out.MaxRunCPU = bc.CPU
-	patched := diag.Parse(toolOf(cf), bc.Output, "/work")
+	// Diagnostics outside the compile scope neither count nor show; the
+	// build's exit status still decides whether it compiles.
+	patched := diag.InScope(diag.Parse(toolOf(cf), bc.Output, "/work"), cf.Scope)
 	targets := cf.Targets
 	if len(targets) == 0 {
 		// A task without stated targets repairs every error of its baseline.
 		targets = diag.Errors(base.diags)
 	}
-	cmp := diag.Compare(targets, base.diags, patched)
+	targets = diag.InScope(targets, cf.Scope)
+	baseDiags := diag.InScope(base.diags, cf.Scope)
+	cmp := diag.Compare(targets, baseDiags, patched)
 	out.TargetsFixed, out.TargetsTotal = len(cmp.FixedTargets), len(targets)
 	remaining := append(append([]topics.Diagnostic(nil), cmp.RemainingTargets...), cmp.New...)
 	var b strings.Builder

@@ -114,6 +114,15 @@ func TestCompileFixVerdicts(t *testing.T) {
 	if len(out.Feedback) > DefaultFeedbackBytes {
 		t.Fatalf("feedback %d bytes", len(out.Feedback))
 	}
+	// A compile scope leaves the errors outside it out of the comparison
+	// and the listed diagnostics; the failing build still does not compile.
+	scoped := *task
+	scf := *task.CompileFix
+	scoped.CompileFix, scf.Scope = &scf, []string{"main.c"}
+	out = evalCF(t, cf, &scoped, noop)
+	if out.Status != topics.StatusCompileError || out.TargetsTotal != 0 || len(out.Diagnostics) != 0 {
+		t.Fatalf("scoped to main.c: %s %v\n%s", out.Status, out.Diagnostics, out.Feedback)
+	}
 	for name, diff := range map[string]string{
 		"empty":      "",
 		"prose":      "I think the fix is to add a semicolon.",
