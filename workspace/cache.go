@@ -414,3 +414,28 @@ func streamErr(digest string, err error) error {
 	}
 	return fmt.Errorf("workspace: get %s: %w", digest, err)
 }
+
+// OpenCache opens the store at storeURL and a cache over it in dir, or in
+// a fresh temporary directory (named after tmpPrefix, removed by close)
+// when dir is "". close releases the cache, then the store.
+func OpenCache(ctx context.Context, storeURL, dir string, maxBytes int64, tmpPrefix string) (c *Cache, close func(), err error) {
+	store, err := OpenStore(ctx, storeURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", tmpPrefix); err != nil {
+			_ = store.Close()
+			return nil, nil, err
+		}
+		cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	c, err = NewCache(dir, maxBytes, store)
+	if err != nil {
+		cleanup()
+		_ = store.Close()
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Close(); cleanup(); _ = store.Close() }, nil
+}

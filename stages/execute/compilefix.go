@@ -377,23 +377,11 @@ func OpenCompileFix(ctx context.Context, cfg CompileFixConfig) (cf *CompileFix, 
 			close()
 		}
 	}()
-	store, err := workspace.OpenStore(ctx, cfg.Store)
+	cache, closeCache, err := workspace.OpenCache(ctx, cfg.Store, cfg.CacheDir, int64(cfg.CacheMB)<<20, "murphy-workspaces-")
 	if err != nil {
 		return nil, nil, err
 	}
-	closers = append(closers, func() { _ = store.Close() })
-	dir := cfg.CacheDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "murphy-workspaces-"); err != nil {
-			return nil, nil, err
-		}
-		closers = append(closers, func() { _ = os.RemoveAll(dir) })
-	}
-	cache, err := workspace.NewCache(dir, int64(cfg.CacheMB)<<20, store)
-	if err != nil {
-		return nil, nil, err
-	}
-	closers = append(closers, func() { _ = cache.Close() })
+	closers = append(closers, closeCache)
 	work, err := os.MkdirTemp("", "murphy-compilefix-")
 	if err != nil {
 		return nil, nil, err
