@@ -123,9 +123,12 @@ func (c EpisodesConfig) Validate() error {
 	return nil
 }
 
-// Builder runs build jobs (a *sandbox.Builder in production).
+// Builder runs build jobs (a *sandbox.Builder in production); Warm runs a
+// build of a trusted tree whose caches seed later jobs of its key.
 type Builder interface {
 	Build(ctx context.Context, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+	Warm(ctx context.Context, key string, job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+	Seed(key string) string
 }
 
 // Episodes is what agent episodes run on.
@@ -158,23 +161,11 @@ func OpenEpisodes(ctx context.Context, cfg EpisodesConfig) (eps *Episodes, close
 			close()
 		}
 	}()
-	store, err := workspace.OpenStore(ctx, cfg.Store)
+	cache, closeCache, err := workspace.OpenCache(ctx, cfg.Store, cfg.CacheDir, int64(cfg.CacheMB)<<20, "murphy-episode-workspaces-")
 	if err != nil {
 		return nil, nil, err
 	}
-	closers = append(closers, func() { _ = store.Close() })
-	dir := cfg.CacheDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "murphy-episode-workspaces-"); err != nil {
-			return nil, nil, err
-		}
-		closers = append(closers, func() { _ = os.RemoveAll(dir) })
-	}
-	cache, err := workspace.NewCache(dir, int64(cfg.CacheMB)<<20, store)
-	if err != nil {
-		return nil, nil, err
-	}
-	closers = append(closers, func() { _ = cache.Close() })
+	closers = append(closers, closeCache)
 	work, err := os.MkdirTemp("", "murphy-episodes-")
 	if err != nil {
 		return nil, nil, err
@@ -207,10 +198,10 @@ type episodes struct {
 	sem chan struct{}
 	m   *episodeMetrics
 
-	// seeds are the warm build caches by toolchain ("" where there is
-	// none), each from one warm-up build (seedFor).
+	// warmed are the toolchains whose one warm-up is over, whatever its
+	// outcome (seedFor).
 	mu     sync.Mutex
-	seeds  map[string]string
+	warmed map[string]bool
 	flight singleflight.Group
 }
 
@@ -264,7 +255,7 @@ func (s *Stage) setupEpisodes(o options, reg prometheus.Registerer) error {
 		return fmt.Errorf("generate: episodes need the simulated or the openai policy, not %s", s.pol.Name())
 	}
 	s.ep = &episodes{Episodes: o.episodes, cfg: s.cfg.Episodes, sem: make(chan struct{}, s.cfg.Concurrency),
-		m: newEpisodeMetrics(reg), seeds: map[string]string{}}
+		m: newEpisodeMetrics(reg), warmed: map[string]bool{}}
 	return nil
 }
 
@@ -439,7 +430,7 @@ func (s *Stage) buildFunc(task *topics.Task, root string) episode.BuildFunc {
 		}
 		res, err := s.ep.Builder.Build(ctx, &sandbox.BuildJob{
 			Tree: root, Overlay: overlay, Deleted: deleted, Commands: [][]string{cf.Build}, Limits: limits,
-			Seed: s.seedFor(ctx, task, root),
+			SeedKey: s.seedFor(ctx, task, root),
 		})
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -456,82 +447,70 @@ func (s *Stage) buildFunc(task *topics.Task, root string) episode.BuildFunc {
 	}
 }
 
-// warmKeep are the build caches kept, by toolchain, from a warm-up build
-// to seed the episodes' builds: a Go build with an empty cache compiles
-// the standard library packages it imports (tens of seconds of CPU).
-var warmKeep = map[string][]string{"go": {"gocache"}}
+// warmed are the toolchains whose builds start from a warm cache: a Go
+// build with an empty cache compiles the standard library packages it
+// imports (tens of seconds of CPU).
+var warmed = map[string]bool{"go": true}
 
-// seedFor is the warm build cache for the task's toolchain ("" for none).
-// The first build of a toolchain that keeps a cache is preceded by a
-// warm-up build of the task's own files, the snapshot with the reference
-// patch (trusted: no episode's edits), whose cache is kept and copied into
-// every later build of the toolchain. There is one warm-up per toolchain
-// (another only when the context of the first ended): whatever its outcome
-// (a reference that does not build, a limit reached on a loaded host, a
-// sandbox failure), a failed warm-up leaves the builds unseeded rather
-// than doubling their cost.
+// seedFor is the builder's seed key for the task's toolchain ("" for
+// none). The first build of a warmed toolchain is preceded by one warm-up
+// (Builder.Warm) of the task's own files, the snapshot with the reference
+// patch (trusted: no episode's edits), whose caches seed every later build
+// of the toolchain. There is one warm-up per toolchain (another only when
+// the context of the first ended): a failed one leaves the builds unseeded
+// rather than doubling their cost.
 func (s *Stage) seedFor(ctx context.Context, task *topics.Task, root string) string {
 	tool := toolOf(task.CompileFix)
-	keep := warmKeep[tool]
-	if keep == nil {
+	if !warmed[tool] {
 		return ""
 	}
 	e := s.ep
 	e.mu.Lock()
-	seed, ok := e.seeds[tool]
+	done := e.warmed[tool]
 	e.mu.Unlock()
-	if ok {
-		return seed
+	if !done && e.Builder.Seed(tool) == "" {
+		_, _, _ = e.flight.Do(tool, func() (any, error) {
+			if s.warmUp(ctx, task, root, tool) {
+				e.mu.Lock()
+				e.warmed[tool] = true
+				e.mu.Unlock()
+			}
+			return nil, nil
+		})
 	}
-	v, _, _ := e.flight.Do(tool, func() (any, error) {
-		seed, final := s.warmUp(ctx, task, root, keep)
-		if final {
-			e.mu.Lock()
-			e.seeds[tool] = seed
-			e.mu.Unlock()
-		}
-		return seed, nil
-	})
-	return v.(string)
+	return tool
 }
 
-// warmUp builds the snapshot at root with the task's reference patch,
-// keeping the caches keep names; it returns the directory holding them
-// ("" when none was kept) and whether that outcome is final.
-func (s *Stage) warmUp(ctx context.Context, task *topics.Task, root string, keep []string) (string, bool) {
+// warmUp builds the snapshot at root with the task's reference patch
+// through Builder.Warm; it reports whether that outcome is final.
+func (s *Stage) warmUp(ctx context.Context, task *topics.Task, root, key string) bool {
 	cf := task.CompileFix
 	applied, err := patch.Apply(root, task.ReferencePatch, patch.Options{Protected: patch.DefaultProtected(cf.Build)})
 	if err != nil {
-		return "", true // no usable reference: no warm cache
+		return true // no usable reference: no warm cache
 	}
-	base := s.ep.Dir
-	if base == "" {
-		base = os.TempDir()
+	overlay, err := s.writeOverlay(changedFiles(applied))
+	if overlay != "" {
+		defer os.RemoveAll(overlay)
 	}
-	dir, err := os.MkdirTemp(base, "murphy-episode-seed-")
 	if err != nil {
-		return "", true
+		return true
 	}
-	_ = os.Chmod(dir, 0o755)
-	overlay, export := filepath.Join(dir, "overlay"), filepath.Join(dir, "kept")
-	if err := applied.Write(overlay); err != nil {
-		os.RemoveAll(dir)
-		return "", true
-	}
-	res, err := s.ep.Builder.Build(ctx, &sandbox.BuildJob{
-		Tree: root, Overlay: overlay, Deleted: applied.Deleted(), Commands: [][]string{cf.Build},
-		Limits: buildLimits(task), Keep: keep, Export: export,
+	_, err = s.ep.Builder.Warm(ctx, key, &sandbox.BuildJob{
+		Tree: root, Overlay: overlay, Deleted: applied.Deleted(), Commands: [][]string{cf.Build}, Limits: buildLimits(task),
 	})
-	os.RemoveAll(overlay)
-	if err != nil || !res.OK() {
-		os.RemoveAll(dir)
-		return "", ctx.Err() == nil
+	return err == nil || ctx.Err() == nil
+}
+
+// changedFiles are a patch's new file contents by path.
+func changedFiles(r *patch.Result) map[string][]byte {
+	m := map[string][]byte{}
+	for _, c := range r.Files {
+		if !c.Deleted {
+			m[c.Path] = c.New
+		}
 	}
-	if _, err := os.Stat(filepath.Join(export, keep[0])); err != nil {
-		os.RemoveAll(dir)
-		return "", true
-	}
-	return export, true
+	return m
 }
 
 // writeOverlay writes the changed files into a new directory readable by

@@ -278,14 +278,28 @@ func TestEpisodeGenerateSimulated(t *testing.T) {
 	}
 }
 
-// fakeBuilder answers every build with build.
+// fakeBuilder answers every build with build; Warm records its jobs and
+// makes the key's seed.
 type fakeBuilder struct {
 	build func(job *sandbox.BuildJob) (*sandbox.BuildResult, error)
+	warms []sandbox.BuildJob
+	seeds map[string]string
 }
 
 func (f *fakeBuilder) Build(_ context.Context, job *sandbox.BuildJob) (*sandbox.BuildResult, error) {
 	return f.build(job)
 }
+
+func (f *fakeBuilder) Warm(_ context.Context, key string, job *sandbox.BuildJob) (*sandbox.BuildResult, error) {
+	f.warms = append(f.warms, *job)
+	if f.seeds == nil {
+		f.seeds = map[string]string{}
+	}
+	f.seeds[key] = "/seed/" + key
+	return f.build(job)
+}
+
+func (f *fakeBuilder) Seed(key string) string { return f.seeds[key] }
 
 // TestEpisodeInfraFailures: a build sandbox that fails, a snapshot the
 // store lacks and an inference server that is down each mark the
@@ -366,19 +380,14 @@ func TestEpisodeBuildRefusesBuildConfiguration(t *testing.T) {
 	}
 }
 
-// TestEpisodeBuildSeed: a Go task's builds are seeded with the build
-// cache of one warm-up build of the snapshot with the reference patch.
+// TestEpisodeBuildSeed: a Go task's builds are seeded by key from one
+// warm-up (Builder.Warm) of the snapshot with the reference patch.
 func TestEpisodeBuildSeed(t *testing.T) {
 	cache := snapshotCache(t)
 	task := compileFixTask(t, "murphy/cf-go-lru")
 	var jobs []sandbox.BuildJob
 	fb := &fakeBuilder{build: func(job *sandbox.BuildJob) (*sandbox.BuildResult, error) {
 		jobs = append(jobs, *job)
-		if job.Export != "" {
-			if err := os.MkdirAll(job.Export+"/gocache", 0o755); err != nil {
-				return nil, err
-			}
-		}
 		return &sandbox.BuildResult{Commands: []sandbox.CommandResult{{Argv: job.Commands[0], Ran: true}}}, nil
 	}}
 	s := episodeStage(t, &Episodes{Cache: cache, Builder: fb, Dir: t.TempDir()}, []topics.Task{task}, nil)
@@ -393,16 +402,12 @@ func TestEpisodeBuildSeed(t *testing.T) {
 			t.Fatalf("build: %v %v", ok, err)
 		}
 	}
-	if len(jobs) != 3 {
-		t.Fatalf("%d build jobs, want a warm-up and two builds", len(jobs))
-	}
-	warm := jobs[0]
-	if len(warm.Keep) != 1 || warm.Keep[0] != "gocache" || warm.Export == "" || warm.Overlay == "" || warm.Seed != "" {
-		t.Fatalf("warm-up job %+v", warm)
+	if len(fb.warms) != 1 || fb.warms[0].Overlay == "" || len(jobs) != 3 {
+		t.Fatalf("%d warm-ups (%+v), %d jobs: want one warm-up of the reference and two builds", len(fb.warms), fb.warms, len(jobs))
 	}
 	for _, j := range jobs[1:] {
-		if j.Seed != warm.Export || len(j.Keep) != 0 || j.Export != "" || j.Overlay == "" {
-			t.Fatalf("build job %+v: want seeded by %s", j, warm.Export)
+		if j.SeedKey != "go" || j.Overlay == "" {
+			t.Fatalf("build job %+v: want seeded by key go", j)
 		}
 	}
 }
