@@ -542,20 +542,8 @@ func (b *Builder) bwrapArgs(s *buildSlot, job *BuildJob, jobDir string, lim Buil
 		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--hostname", "sandbox",
 		"--seccomp", strconv.Itoa(buildSeccompFD),
-		"--ro-bind", "/usr", "/usr",
 	}
-	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(p)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if t, err := os.Readlink(p); err == nil {
-				a = append(a, "--symlink", t, p)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", p, p)
-		}
-	}
+	a = append(a, systemBinds()...)
 	// Directories bwrap creates for a bind are 0700: /etc must be readable
 	// by the job uid for the toolchain configuration bound under it.
 	a = append(a, "--perms", "0755", "--dir", "/etc")

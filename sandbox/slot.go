@@ -72,20 +72,8 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 		"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--new-session", "--hostname", "sandbox",
 		"--seccomp", strconv.Itoa(seccompFD),
-		"--ro-bind", "/usr", "/usr",
 	}
-	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(p)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if t, err := os.Readlink(p); err == nil {
-				a = append(a, "--symlink", t, p)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", p, p)
-		}
-	}
+	a = append(a, systemBinds()...)
 	return append(a,
 		"--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.Itoa(cfg.TmpSizeMB<<20), "--tmpfs", "/tmp",
@@ -101,6 +89,25 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 		"--", cfg.Python, "-I", "-B", harnessMount+"/harness.py",
 		"--job-uid", strconv.Itoa(uid), "--judge-uid", strconv.Itoa(judgeUID),
 	)
+}
+
+// systemBinds are the read-only system of every sandbox: /usr, and /bin,
+// /lib... as the host has them (symbolic links into /usr or directories).
+func systemBinds() []string {
+	a := []string{"--ro-bind", "/usr", "/usr"}
+	for _, p := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(p); err == nil {
+				a = append(a, "--symlink", t, p)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	return a
 }
 
 // seqpacket returns a connected pair: ours as a UnixConn, theirs as a file
