@@ -365,6 +365,9 @@ var fmtMaven = &efmFormat{
 	name: "maven",
 	efms: []string{
 		`%E[ERROR] %f:[%l,%c] %m`,
+		// maven-compiler-plugin 2.x prints javac's errors unprefixed
+		`%E%f:[%l,%c] error: %m`,
+		`%W%f:[%l,%c] warning: %m`,
 		`%E[ERROR] %f:[%l] %m`,
 		`%W[WARNING] %f:[%l,%c] %m`,
 		`%W[WARNING] %f:[%l] %m`,

@@ -81,6 +81,10 @@ type input struct {
 	// build's working directory).
 	dirs []string
 	root string
+	// origin[i] is the index of the given line prepared line i came from
+	// (ParseLines only); at is the given line being scanned.
+	origin []int
+	at     int
 }
 
 // parser is one family of formats.
@@ -181,7 +185,30 @@ func NormalizeTool(tool string) string {
 // other, as Maven's summary repeats javac's) are folded into one. The
 // result is in output order.
 func Parse(tool string, output []byte, root string) []topics.Diagnostic {
-	in := prepare(output, root)
+	located := parse(prepare(output, root), tool, root)
+	out := make([]topics.Diagnostic, len(located))
+	for i, l := range located {
+		out[i] = l.Diagnostic
+	}
+	return out
+}
+
+// Located is a diagnostic with the lines it was found on.
+type Located struct {
+	topics.Diagnostic
+	// Lines are the indices (into ParseLines' lines) of the line each
+	// folded occurrence starts on, in output order; Lines[0] is the first.
+	Lines []int
+}
+
+// ParseLines is Parse over output already split into lines (a CI log's
+// cleaned lines), reporting where each diagnostic was found. Lines may
+// hold go -json events; escapes and control characters are removed.
+func ParseLines(tool string, lines []string, root string) []Located {
+	return parse(prepareLines(lines, root), tool, root)
+}
+
+func parse(in *input, tool, root string) []Located {
 	if len(in.raw) == 0 {
 		return nil
 	}
@@ -204,6 +231,9 @@ func Parse(tool string, output []byte, root string) []topics.Diagnostic {
 	sort.SliceStable(items, func(i, j int) bool { return items[i].pos < items[j].pos })
 	for i := range items {
 		finish(&items[i].d, root)
+		if in.origin != nil {
+			items[i].pos = in.origin[items[i].pos]
+		}
 	}
 	out := fold(items)
 	if len(out) > MaxDiagnostics {
@@ -215,7 +245,7 @@ func Parse(tool string, output []byte, root string) []topics.Diagnostic {
 var (
 	// ansiRE matches CSI and OSC escape sequences (colours, gcc's
 	// hyperlinks) and lone two-byte escapes.
-	ansiRE = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
+	ansiRE = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b[\\]_P^][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
 	// ciPrefixRE matches the timestamps CI services put before each line.
 	ciPrefixRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?`)
 	// makeDirRE matches make's and ninja's directory messages.
@@ -249,27 +279,63 @@ func prepare(output []byte, root string) *input {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	s = StripANSI(s)
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
+	s = strings.TrimRight(s, "\n")
+	in := &input{root: root}
+	if s == "" {
+		return in
+	}
+	in.scan(strings.Split(s, "\n"), false)
+	return in
+}
+
+// prepareLines is prepare over lines already split, recording each
+// prepared line's origin.
+func prepareLines(lines []string, root string) *input {
+	in := &input{root: root, origin: []int{}}
+	in.scan(lines, true)
+	return in
+}
+
+// CleanLine removes terminal escapes (colours, hyperlinks, Buildkite's
+// timestamps), control characters and invalid UTF-8 from one line.
+func CleanLine(l string) string { return cleanLine(l) }
+
+func cleanLine(l string) string {
+	clean := true
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; c < 0x20 && c != '\t' || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return l
+	}
+	if !utf8.ValidString(l) {
+		l = strings.ToValidUTF8(l, "\uFFFD")
+	}
+	l = StripANSI(l)
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
 			return r
 		}
 		if r < 0x20 || r == 0x7f {
 			return -1
 		}
 		return r
-	}, s)
-	s = strings.TrimRight(s, "\n")
-	in := &input{root: root}
-	if s == "" {
-		return in
-	}
+	}, l)
+}
+
+// scan adds lines (CI timestamps and annotations removed, go -json events
+// expanded), tracking make's directory.
+func (in *input) scan(lines []string, track bool) {
 	var dirStack []string
 	dir := ""
-	for _, l := range strings.Split(s, "\n") {
-		l = ciPrefixRE.ReplaceAllString(l, "")
+	for i, l := range lines {
+		in.at = i
+		l = ciPrefixRE.ReplaceAllString(cleanLine(l), "")
 		for _, p := range []string{"##[error]", "##[warning]"} {
 			l = strings.TrimPrefix(l, p)
 		}
@@ -294,10 +360,15 @@ func prepare(output []byte, root string) *input {
 		}
 		in.add(l, dir)
 	}
-	return in
+	if !track {
+		in.origin = nil
+	}
 }
 
 func (in *input) add(l, dir string) {
+	if in.origin != nil {
+		in.origin = append(in.origin, in.at)
+	}
 	in.raw = append(in.raw, l)
 	if len(l) > MaxLine {
 		l = truncUTF8(l, MaxLine)
@@ -305,6 +376,10 @@ func (in *input) add(l, dir string) {
 	in.lines = append(in.lines, l)
 	in.dirs = append(in.dirs, dir)
 }
+
+// GoJSONOutput returns the output lines of a `go build -json` or
+// `go test -json` event; ok is false for a line that is no such event.
+func GoJSONOutput(l string) ([]string, bool) { return goJSONOutput(l) }
 
 // goJSONOutput returns the output lines of a `go build -json` or
 // `go test -json` event; ok is false for a line that is no such event.
@@ -384,7 +459,7 @@ func truncUTF8(s string, n int) string {
 // one adds continuation lines. Identical messages are found through a map;
 // extensions are looked for among the last foldWindow records of the same
 // location, so that a log repeating one location endlessly stays linear.
-func fold(items []item) []topics.Diagnostic {
+func fold(items []item) []Located {
 	const foldWindow = 16
 	type key struct {
 		file string
@@ -397,7 +472,7 @@ func fold(items []item) []topics.Diagnostic {
 	}
 	idx := map[key][]int{}
 	same := map[exact][]int{}
-	var out []topics.Diagnostic
+	var out []Located
 	var texts []string
 	for _, it := range items {
 		d := it.d
@@ -436,6 +511,7 @@ func fold(items []item) []topics.Diagnostic {
 			if o.Code == "" {
 				o.Code = d.Code
 			}
+			o.Lines = append(o.Lines, it.pos)
 			merged = true
 			break
 		}
@@ -444,7 +520,7 @@ func fold(items []item) []topics.Diagnostic {
 		}
 		idx[k] = append(idx[k], len(out))
 		same[exact{k, b}] = append(same[exact{k, b}], len(out))
-		out = append(out, d)
+		out = append(out, Located{Diagnostic: d, Lines: []int{it.pos}})
 		texts = append(texts, b)
 	}
 	return out

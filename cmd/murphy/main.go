@@ -42,6 +42,7 @@ func newRootCmd() *cobra.Command {
 		newSubmitCmd(),
 		newBenchCmd(),
 		newInspectCmd(),
+		newBackfillCmd(),
 	)
 	setupFlags(root)
 	return root

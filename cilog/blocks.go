@@ -1,0 +1,403 @@
+package cilog
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Log-level error blocks: what CI services, build tools, test runners and
+// runtimes print when something fails, that no compiler format covers.
+// A block is a head line and its continuation lines.
+
+// Block kinds: the Tool of the diagnostic a block becomes.
+const (
+	toolMaven     = "maven"
+	toolSurefire  = "surefire"
+	toolGradle    = "gradle"
+	toolJava      = "java"
+	toolJenkins   = "jenkins"
+	toolGit       = "git"
+	toolShell     = "shell"
+	toolCI        = "ci"
+	toolPython    = "python"
+	toolGoTest    = "go-test"
+	toolPytest    = "pytest"
+	toolNpm       = "npm"
+	toolRuntime   = "runtime"
+	maxBlockLines = 400
+)
+
+var (
+	mvnGoalRE     = regexp.MustCompile(`^\[ERROR\] Failed to execute goal `)
+	mvnLevelRE    = regexp.MustCompile(`^\[(ERROR|FATAL)\]( |$)`)
+	mvnTestRE     = regexp.MustCompile(`^\[ERROR\] (?:(\S+)\((\S+)\)|(\S+?)\.(\w+)(?:\(\))?)\s+(?:--\s+)?Time elapsed: .*<<< (?:FAILURE|ERROR)!`)
+	mvnTestsRunRE = regexp.MustCompile(`^\[ERROR\] Tests run: \d+, Failures: \d+, Errors: \d+.*<<< (?:FAILURE|ERROR)!`)
+	jenkinsErrRE  = regexp.MustCompile(`^(ERROR|FATAL): \S`)
+	javaExcRE     = regexp.MustCompile(`^\s*(?:Exception in thread "[^"]*" )?(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable|Failure|Failed)(?::\s.*| at \S+:\d+)?$`)
+	frameRE       = regexp.MustCompile(`^\s+at [\w$.<>/]+\(([^():]*)(?::(\d+))?\)`)
+	gradleFailRE  = regexp.MustCompile(`^FAILURE: Build (?:failed|completed) with`)
+	gradleTestRE  = regexp.MustCompile(`^(\S+) > (.+) FAILED$`)
+	gitFatalRE    = regexp.MustCompile(`^(fatal|error): \S`)
+	toolErrRE     = regexp.MustCompile(`^(?:/[\w./-]+/)?([a-z][\w.+-]*)(?:\[\d+\])?: (?:\d+: )?(.*)$`)
+	toolErrWords  = regexp.MustCompile(`(?i)\b(?:error|errors|failed|failure|fatal|cannot|can't|unable|not found|no such file|denied|refused|exiting with failure|does not look like|not a|invalid|missing|killed|abort)\b`)
+	genericErrRE  = regexp.MustCompile(`^(?:Error|ERROR|FATAL|Fatal error)(?::|!| -) \S`)
+	phraseRE      = regexp.MustCompile(`No space left on device|Something went wrong|Segmentation fault|\(core dumped\)|command not found|OutOfMemoryError|Out of memory|Killed\s*$|The operation was canceled|has received a shutdown signal|lost communication with the server|exceeded the maximum execution time|Cannot connect to the Docker daemon`)
+	tracebackRE   = regexp.MustCompile(`^\s*Traceback \(most recent call last\):`)
+	pyFrameRE     = regexp.MustCompile(`^\s+File "([^"]+)", line (\d+)`)
+	pyExcRE       = regexp.MustCompile(`^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)|[A-Z]\w*Error)(?::\s*(.*))?$`)
+	goFailRE      = regexp.MustCompile(`^\s*--- FAIL: (\S+)`)
+	goPanicRE     = regexp.MustCompile(`^panic: `)
+	pytestSumRE   = regexp.MustCompile(`^(?:FAILED|ERROR) (\S+?\.py)(?:::(\S+))?(?: - (.*))?$`)
+	pytestLocRE   = regexp.MustCompile(`^(\S+\.py):(\d+): (\w+(?:Error|Exception)|Failed)$`)
+	npmErrRE      = regexp.MustCompile(`^npm (?:ERR!|error) `)
+	contRE        = regexp.MustCompile(`^(?:\s+\S|\d+\s+\||\s*\|$|Caused by|Caused: |Also: |Suppressed: |stdout: |stderr: |\s*\.\.\. \d+ (?:more|common frames omitted))`)
+	jenkinsMarkRE = regexp.MustCompile(`^Build step '.+' marked build as failure`)
+	locHeadRE     = regexp.MustCompile(`^(?:\[(?:ERROR|WARNING)\] )?(?:[A-Za-z]:)?[\w./\\$-]+\.\w+:(?:\[\d+(?:,\d+)?\]|\d+[:,]?) `)
+	ignoreErrRE   = regexp.MustCompile(`(?i)^\[ERROR\] (?:-> \[Help|To see the full stack|Re-run Maven|For more information about|\[Help \d|After correcting|\s+mvn <)`)
+)
+
+// A block is a run of lines [start, end] of a chunk forming one error.
+type block struct {
+	start, end int
+	tool       string
+	message    string
+	file       string
+	line       int
+	// absorb: a compiler diagnostic found inside the block lends it its
+	// location and message (a Python traceback's last frame).
+	absorb bool
+	code   string
+	// extra are further ranges of the same error (Gradle's "What went
+	// wrong" section after its FAILURE line).
+	extra [][2]int
+}
+
+// blocks finds the error blocks of a chunk of build output.
+func blocks(lines []string, annotated []bool) []block {
+	var out []block
+	for i := 0; i < len(lines); i++ {
+		b, ok := head(lines, i, annotated != nil && annotated[i])
+		if !ok {
+			continue
+		}
+		out = append(out, b)
+		if b.end > i && (b.tool == toolMaven || b.tool == toolPython || b.tool == toolNpm || b.tool == toolGradle) {
+			// The body of these blocks holds no other head worth a second
+			// diagnostic (compiler errors inside Maven's summary are found
+			// by the compiler formats, and fold with their first report).
+			i = b.end
+		}
+	}
+	return out
+}
+
+// headPrefixes and headPhrases are what every head rule needs to see in
+// a line: lines with none of them are skipped without a regexp.
+var (
+	headPrefixes = []string{"[ERROR]", "[FATAL]", "ERROR", "FATAL", "Error", "Fatal", "fatal:", "error:", "FAILURE:", "FAILED ",
+		"--- FAIL", "panic: ", "npm ", "Exception in thread", "Build step '"}
+	headPhrases = []string{"Traceback (most recent call last)", " FAILED", ".py:", "--- FAIL:", "No space left on device", "Something went wrong",
+		"Segmentation fault", "(core dumped)", "command not found", "OutOfMemoryError", "Out of memory", "Killed",
+		"The operation was canceled", "shutdown signal", "lost communication with the server", "maximum execution time",
+		"Docker daemon"}
+)
+
+// mayHead is the cheap test before head's regular expressions.
+func mayHead(l string, annotated bool) bool {
+	if annotated {
+		return true
+	}
+	t := strings.TrimLeft(l, " \t")
+	for _, p := range headPrefixes {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	for _, p := range headPhrases {
+		if strings.Contains(l, p) {
+			return true
+		}
+	}
+	return toolWord(l)
+}
+
+// toolWord reports whether l starts with "word: " (a tool naming itself,
+// "tar: ...", "/bin/sh: 1: ...").
+func toolWord(l string) bool {
+	i := strings.Index(l, ": ")
+	if i <= 0 || i > 64 {
+		return false
+	}
+	c := l[0]
+	if !(c >= 'a' && c <= 'z') && c != '/' {
+		return false
+	}
+	return !strings.ContainsAny(l[:i], " \t[]()")
+}
+
+// head reports whether line i starts a block, and the block.
+func head(lines []string, i int, annotated bool) (block, bool) {
+	l := lines[i]
+	if !mayHead(l, annotated) {
+		return block{}, false
+	}
+	t := strings.TrimSpace(l)
+	if t == "" {
+		return block{}, false
+	}
+	mk := func(tool, msg string) block {
+		return block{start: i, end: i, tool: tool, message: msg}
+	}
+	switch {
+	case mvnGoalRE.MatchString(l):
+		b := mk(toolMaven, strings.TrimPrefix(l, "[ERROR] "))
+		b.end = levelRun(lines, i, false)
+		return b, true
+	case mvnTestRE.MatchString(l) || mvnTestsRunRE.MatchString(l):
+		b := mk(toolSurefire, strings.TrimPrefix(l, "[ERROR] "))
+		b.end = continuation(lines, i, false)
+		b.file, b.line = firstFrame(lines, i+1, b.end)
+		return b, true
+	case mvnLevelRE.MatchString(l):
+		msg := strings.TrimSpace(l[strings.Index(l, "]")+1:])
+		if msg == "" || ignoreErrRE.MatchString(l) {
+			return block{}, false
+		}
+		b := mk(toolMaven, msg)
+		b.end = levelRun(lines, i, true)
+		return b, true
+	case tracebackRE.MatchString(l):
+		return traceback(lines, i), true
+	case jenkinsErrRE.MatchString(l):
+		b := mk(toolJenkins, l)
+		b.end = continuation(lines, i, false)
+		// "ERROR: Step ‘X’ failed: MSG" repeats the line before it
+		if _, msg, ok := strings.Cut(l, " failed: "); ok && i > 0 && strings.TrimSpace(lines[i-1]) == strings.TrimSpace(msg) {
+			b.start = i - 1
+		}
+		return b, true
+	case jenkinsMarkRE.MatchString(l):
+		return mk(toolJenkins, l), true
+	case gradleFailRE.MatchString(l):
+		b := mk(toolGradle, l)
+		b.end = gradleFailure(lines, i, &b)
+		return b, true
+	case gradleTestRE.MatchString(l):
+		m := gradleTestRE.FindStringSubmatch(l)
+		b := mk(toolGradle, m[1]+" > "+m[2]+" FAILED")
+		b.code = "test"
+		b.end = continuation(lines, i, false)
+		b.file, b.line = firstFrame(lines, i+1, b.end)
+		return b, true
+	case strings.HasPrefix(t, "Exception in thread ") && javaExcRE.MatchString(l):
+		b := mk(toolJava, t)
+		b.end = continuation(lines, i, false)
+		b.file, b.line = firstFrame(lines, i+1, b.end)
+		return b, true
+	case goFailRE.MatchString(l):
+		m := goFailRE.FindStringSubmatch(l)
+		b := mk(toolGoTest, "--- FAIL: "+m[1])
+		b.code = m[1]
+		b.end = continuation(lines, i, false)
+		return b, true
+	case goPanicRE.MatchString(l):
+		b := mk(toolRuntime, l)
+		b.end = goroutines(lines, i)
+		return b, true
+	case pytestSumRE.MatchString(l):
+		m := pytestSumRE.FindStringSubmatch(l)
+		b := mk(toolPytest, l)
+		b.file, b.code = m[1], m[2]
+		return b, true
+	case pytestLocRE.MatchString(l):
+		m := pytestLocRE.FindStringSubmatch(l)
+		b := mk(toolPytest, m[3])
+		b.file, b.line = m[1], atoi(m[2])
+		return b, true
+	case npmErrRE.MatchString(l):
+		b := mk(toolNpm, l)
+		j := i
+		for j+1 < len(lines) && j+1-i < maxBlockLines && npmErrRE.MatchString(lines[j+1]) {
+			j++
+		}
+		b.end = j
+		return b, true
+	case gitFatalRE.MatchString(l):
+		tool := toolShell
+		if strings.Contains(l, "repository") || strings.Contains(l, "git") || strings.HasPrefix(l, "fatal: ") {
+			tool = toolGit
+		}
+		b := mk(tool, l)
+		b.end = hint(lines, i, continuation(lines, i, false))
+		return b, true
+	case genericErrRE.MatchString(l):
+		b := mk(toolCI, l)
+		b.end = continuation(lines, i, false)
+		return b, true
+	case phraseRE.MatchString(l):
+		b := mk(toolRuntime, t)
+		b.end = continuation(lines, i, false)
+		return b, true
+	case annotated:
+		return mk(toolCI, t), true
+	}
+	if m := toolErrRE.FindStringSubmatch(l); m != nil && toolErrWords.MatchString(m[2]) && !knownNoise(m[1]) && !javaExcRE.MatchString(l) {
+		b := mk(toolShell, l)
+		b.code = m[1]
+		return b, true
+	}
+	return block{}, false
+}
+
+// knownNoise are "word: ..." prefixes that are not tools reporting errors.
+func knownNoise(w string) bool {
+	switch w {
+	case "http", "https", "file", "at", "note", "warning", "info", "debug", "hint", "see", "caused", "e", "w":
+		return true
+	}
+	return false
+}
+
+// continuation returns the last line of the block starting at i: indented
+// lines, stack frames, "Caused by" chains, and (level) the bare Maven
+// level-prefixed lines that continue a message; one blank line is crossed
+// when a continuation follows it.
+func continuation(lines []string, i int, level bool) int {
+	end := i
+	for j := i + 1; j < len(lines) && j-i < maxBlockLines; j++ {
+		l := lines[j]
+		if isCont(l, level) {
+			end = j
+			continue
+		}
+		if strings.TrimSpace(l) == "" && j+1 < len(lines) && isCont(lines[j+1], level) && strings.TrimSpace(lines[j+1]) != "" {
+			continue
+		}
+		break
+	}
+	return end
+}
+
+func isCont(l string, level bool) bool {
+	if level && strings.HasPrefix(l, "[ERROR]") {
+		// blank, indented, or the wrapped tail of the message; not the next
+		// diagnostic nor Maven's closing advice
+		return !locHeadRE.MatchString(l) && !mvnGoalRE.MatchString(l) && !ignoreErrRE.MatchString(l) &&
+			!strings.HasPrefix(l, "[ERROR] COMPILATION ERROR") && !mvnTestsRunRE.MatchString(l)
+	}
+	if contRE.MatchString(l) {
+		return true
+	}
+	return javaExcRE.MatchString(l)
+}
+
+// levelRun returns the last line of the run of Maven [ERROR]/[FATAL] lines
+// (and their unprefixed continuation) starting at i; stopAtLoc ends it
+// before a compiler diagnostic's line.
+func levelRun(lines []string, i int, stopAtLoc bool) int {
+	end := i
+	for j := i + 1; j < len(lines) && j-i < maxBlockLines; j++ {
+		l := lines[j]
+		if stopAtLoc && locHeadRE.MatchString(l) {
+			break
+		}
+		if mvnLevelRE.MatchString(l) || (l != "" && (l[0] == ' ' || l[0] == '\t')) {
+			end = j
+			continue
+		}
+		break
+	}
+	return end
+}
+
+// hint extends a git-style error over its hint text: lines ending with ':'
+// and what they introduce.
+func hint(lines []string, i, end int) int {
+	j := end + 1
+	if j < len(lines) && strings.HasSuffix(strings.TrimSpace(lines[j]), ":") && !gitFatalRE.MatchString(lines[j]) {
+		end = continuation(lines, j, false)
+	}
+	return end
+}
+
+// traceback returns the block of a Python traceback: the header, the
+// frames, and the exception line that ends it.
+func traceback(lines []string, i int) block {
+	b := block{start: i, end: i, tool: toolPython, absorb: true, message: "Traceback"}
+	indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " \t"))
+	for j := i + 1; j < len(lines) && j-i < maxBlockLines; j++ {
+		l := lines[j]
+		if m := pyFrameRE.FindStringSubmatch(l); m != nil {
+			b.file, b.line = m[1], atoi(m[2])
+			b.end = j
+			continue
+		}
+		li := len(l) - len(strings.TrimLeft(l, " \t"))
+		if strings.TrimSpace(l) != "" && li > indent {
+			b.end = j
+			continue
+		}
+		if m := pyExcRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			b.message = strings.TrimSpace(l)
+			b.code = m[1]
+			b.end = j
+		}
+		break
+	}
+	return b
+}
+
+// gradleFailure spans "FAILURE: Build failed..." and, as a second range,
+// its "What went wrong" section, up to "* Try:".
+func gradleFailure(lines []string, i int, b *block) int {
+	for j := i + 1; j < len(lines) && j-i < maxBlockLines; j++ {
+		t := strings.TrimSpace(lines[j])
+		if strings.HasPrefix(t, "* Try:") || strings.HasPrefix(t, "BUILD FAILED") || strings.HasPrefix(t, "* Get more help") {
+			break
+		}
+		if t == "* What went wrong:" {
+			end := j
+			for k := j + 1; k < len(lines) && k-j < maxBlockLines; k++ {
+				tk := strings.TrimSpace(lines[k])
+				if tk == "" || strings.HasPrefix(tk, "* ") {
+					break
+				}
+				b.message += " " + tk
+				end = k
+			}
+			b.extra = append(b.extra, [2]int{j, end})
+			break
+		}
+	}
+	return i
+}
+
+// goroutines spans a Go panic and its goroutine dump.
+func goroutines(lines []string, i int) int {
+	end := i
+	for j := i + 1; j < len(lines) && j-i < maxBlockLines; j++ {
+		l := lines[j]
+		if strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "exit status") {
+			break
+		}
+		end = j
+	}
+	return end
+}
+
+// firstFrame returns the file and line of the first Java stack frame in
+// lines[from:to+1].
+func firstFrame(lines []string, from, to int) (string, int) {
+	for j := from; j <= to && j < len(lines); j++ {
+		if m := frameRE.FindStringSubmatch(lines[j]); m != nil && m[2] != "" {
+			return m[1], atoi(m[2])
+		}
+	}
+	return "", 0
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
