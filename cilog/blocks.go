@@ -25,6 +25,13 @@ const (
 	toolPytest    = "pytest"
 	toolNpm       = "npm"
 	toolRuntime   = "runtime"
+	toolCargoTest = "cargo-test"
+	toolCMake     = "cmake"
+	toolJest      = "jest"
+	toolESLint    = "eslint"
+	toolMypy      = "mypy"
+	toolPyLint    = "flake8"
+	toolGoVet     = "go-vet"
 	maxBlockLines = 400
 )
 
@@ -50,6 +57,14 @@ var (
 	goPanicRE     = regexp.MustCompile(`^panic: `)
 	pytestSumRE   = regexp.MustCompile(`^(?:FAILED|ERROR) (\S+?\.py)(?:::(\S+))?(?: - (.*))?$`)
 	pytestLocRE   = regexp.MustCompile(`^(\S+\.py):(\d+): (\w+(?:Error|Exception)|Failed)$`)
+	cargoTestRE   = regexp.MustCompile(`^test (\S+) \.\.\. FAILED$`)
+	rustPanicRE   = regexp.MustCompile(`^thread '([^']*)' panicked at (?:'.*', )?([^\s:]+):(\d+):(\d+)`)
+	cmakeErrRE    = regexp.MustCompile(`^CMake Error(?: at ([^:\s]+):(\d+))?`)
+	jestFailRE    = regexp.MustCompile(`^FAIL (\S+\.\w+)$`)
+	jestCaseRE    = regexp.MustCompile(`^\s*● (.+)$`)
+	pyLintRE      = regexp.MustCompile(`^(\S+\.pyi?):(\d+):(?:(\d+):)? ([A-Z]+\d{2,4}):? (.*)$`)
+	mypyRE        = regexp.MustCompile(`^(\S+\.pyi?):(\d+):(?:(\d+):)? error: (.*?)(?:\s+\[([\w-]+)\])?$`)
+	eslintRE      = regexp.MustCompile(`^\s+(\d+):(\d+)\s+error\s+(.+?)(?:\s{2,}(\S+))?$`)
 	npmErrRE      = regexp.MustCompile(`^npm (?:ERR!|error) `)
 	contRE        = regexp.MustCompile(`^(?:\s+\S|\d+\s+\||\s*\|$|Caused by|Caused: |Also: |Suppressed: |stdout: |stderr: |\s*\.\.\. \d+ (?:more|common frames omitted))`)
 	jenkinsMarkRE = regexp.MustCompile(`^Build step '.+' marked build as failure`)
@@ -96,11 +111,11 @@ func blocks(lines []string, annotated []bool) []block {
 // a line: lines with none of them are skipped without a regexp.
 var (
 	headPrefixes = []string{"[ERROR]", "[FATAL]", "ERROR", "FATAL", "Error", "Fatal", "fatal:", "error:", "FAILURE:", "FAILED ",
-		"--- FAIL", "panic: ", "npm ", "Exception in thread", "Build step '"}
+		"--- FAIL", "panic: ", "npm ", "Exception in thread", "Build step '", "test ", "thread '", "CMake Error", "FAIL ", "●", "✕"}
 	headPhrases = []string{"Traceback (most recent call last)", " FAILED", ".py:", "--- FAIL:", "No space left on device", "Something went wrong",
 		"Segmentation fault", "(core dumped)", "command not found", "OutOfMemoryError", "Out of memory", "Killed",
 		"The operation was canceled", "shutdown signal", "lost communication with the server", "maximum execution time",
-		"Docker daemon"}
+		"Docker daemon", "  error  ", ".py:"}
 )
 
 // mayHead is the cheap test before head's regular expressions.
@@ -200,6 +215,68 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 		b := mk(toolGoTest, "--- FAIL: "+m[1])
 		b.code = m[1]
 		b.end = continuation(lines, i, false)
+		// go test -v prints a test's output before its result
+		for b.start > 0 && b.start > i-maxBlockLines && strings.HasPrefix(lines[b.start-1], "    ") && !goFailRE.MatchString(lines[b.start-1]) {
+			b.start--
+		}
+		for j := b.start; j <= b.end; j++ {
+			if m := goTestLocRE.FindStringSubmatch(lines[j]); m != nil {
+				b.file, b.line = m[1], atoi(m[2])
+				break
+			}
+		}
+		return b, true
+	case cargoTestRE.MatchString(l):
+		m := cargoTestRE.FindStringSubmatch(l)
+		b := mk(toolCargoTest, l)
+		b.code = m[1]
+		return b, true
+	case rustPanicRE.MatchString(l):
+		m := rustPanicRE.FindStringSubmatch(l)
+		b := mk(toolCargoTest, l)
+		b.code, b.file, b.line = m[1], m[2], atoi(m[3])
+		for j := i + 1; j < len(lines) && j-i < 20 && strings.TrimSpace(lines[j]) != "" && !strings.HasPrefix(lines[j], "note: "); j++ {
+			b.end = j
+		}
+		return b, true
+	case cmakeErrRE.MatchString(l):
+		m := cmakeErrRE.FindStringSubmatch(l)
+		b := mk(toolCMake, l)
+		b.file, b.line = m[1], atoi(m[2])
+		b.end = continuation(lines, i, false)
+		return b, true
+	case jestFailRE.MatchString(l):
+		m := jestFailRE.FindStringSubmatch(l)
+		b := mk(toolJest, l)
+		b.file = m[1]
+		return b, true
+	case jestCaseRE.MatchString(l):
+		m := jestCaseRE.FindStringSubmatch(l)
+		b := mk(toolJest, m[1])
+		b.code = "test"
+		b.end = continuation(lines, i, false)
+		b.file, b.line = jsFrame(lines, i+1, b.end)
+		return b, true
+	case eslintRE.MatchString(l) && i > 0:
+		m := eslintRE.FindStringSubmatch(l)
+		b := mk(toolESLint, m[3])
+		b.line, b.code = atoi(m[1]), m[4]
+		for j := i - 1; j >= 0 && i-j < 1000; j-- {
+			if t := strings.TrimSpace(lines[j]); t != "" && !eslintRE.MatchString(lines[j]) && !strings.HasPrefix(lines[j], " ") {
+				b.file = t
+				break
+			}
+		}
+		return b, true
+	case mypyRE.MatchString(l):
+		m := mypyRE.FindStringSubmatch(l)
+		b := mk(toolMypy, m[4])
+		b.file, b.line, b.code = m[1], atoi(m[2]), m[5]
+		return b, true
+	case pyLintRE.MatchString(l):
+		m := pyLintRE.FindStringSubmatch(l)
+		b := mk(toolPyLint, m[5])
+		b.file, b.line, b.code = m[1], atoi(m[2]), m[4]
 		return b, true
 	case goPanicRE.MatchString(l):
 		b := mk(toolRuntime, l)
@@ -384,6 +461,21 @@ func goroutines(lines []string, i int) int {
 		end = j
 	}
 	return end
+}
+
+var (
+	goTestLocRE = regexp.MustCompile(`^\s+(\S+_test\.go):(\d+): `)
+	jsFrameRE   = regexp.MustCompile(`\bat .*?\(?([^\s()]+\.[jt]sx?):(\d+):\d+\)?$`)
+)
+
+// jsFrame returns the file and line of the first JavaScript stack frame.
+func jsFrame(lines []string, from, to int) (string, int) {
+	for j := from; j <= to && j < len(lines); j++ {
+		if m := jsFrameRE.FindStringSubmatch(lines[j]); m != nil {
+			return m[1], atoi(m[2])
+		}
+	}
+	return "", 0
 }
 
 // firstFrame returns the file and line of the first Java stack frame in

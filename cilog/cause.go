@@ -21,7 +21,7 @@ var (
 	// weakEnvRE is the environment's fault only near the failure: a missing
 	// command early in a log is usually noise.
 	weakEnvRE = regexp.MustCompile(`(?i)JAVA_HOME|command not found|: not found$|No such file or directory.*(?:bin/|python|java|node|gcc)`)
-	depRE     = regexp.MustCompile(`(?i)could not resolve dependencies|could not be resolved|failed to read artifact descriptor|could not find artifact|could not transfer artifact|could not resolve all (?:files|dependencies|artifacts)|could not find (?:any version|method|a version)|dependencyresolutionexception|pluginresolutionexception|cannot find module providing package|missing go\.sum entry|no matching distribution found|could not find a version that satisfies|npm err! (?:404|code E404|code ERESOLVE)|unable to resolve dependency|failed to download|unresolved dependency|package .* is not in (?:std|GOROOT)|ModuleNotFoundError|no required module provides package|error\[E0463\]: can't find crate`)
+	depRE     = regexp.MustCompile(`(?i)could not resolve dependencies|could not find a package configuration file|could not find (?:package|library)|checksum mismatch|could not be resolved|failed to read artifact descriptor|could not find artifact|could not transfer artifact|could not resolve all (?:files|dependencies|artifacts)|could not find (?:any version|method|a version)|dependencyresolutionexception|pluginresolutionexception|cannot find module providing package|missing go\.sum entry|no matching distribution found|could not find a version that satisfies|npm err! (?:404|code E404|code ERESOLVE)|unable to resolve dependency|failed to download|unresolved dependency|package .* is not in (?:std|GOROOT)|ModuleNotFoundError|no required module provides package|error\[E0463\]: can't find crate`)
 	lintRE    = regexp.MustCompile(`(?i)checkstyle|spotbugs|findbugs|maven-pmd|pmd failure|spotless|animal-sniffer|signature errors found|revapi|japicmp|apache-rat|forbiddenapis|eslint|prettier|golangci-lint|flake8|pylint|ruff|black --check|would reformat|gofmt|rubocop|clippy|ktlint|detekt|scalafmt|license-maven-plugin|enforcer`)
 	testRE    = regexp.MustCompile(`(?i)there are test failures|there were failing tests|tests? failed|<<< (?:failure|error)!|^--- FAIL|^FAIL\s|failures: [1-9]|errors: [1-9]|\d+ failed|AssertionError|AssertionFailedError|ComparisonFailure|expected:<|test\S* FAILED|execution failed for task '[^']*test'`)
 	compileRE = regexp.MustCompile(`(?i)compilation failure|compilation error|compileJava|compileTestJava|compileKotlin|:compile \(|:testCompile \(|cannot find symbol|error: expected|undefined reference|undefined: |SyntaxError|IndentationError|error\[E\d+\]|error TS\d+|build failed|does not compile|could not compile`)
@@ -35,7 +35,7 @@ var compileTools = map[string]bool{
 
 type evidence struct {
 	infra, net, env, dep, lint, compile, test, failedMarker bool
-	compileDiag, testDiag                                   bool
+	compileDiag, testDiag, lintDiag                         bool
 	// weak[i]: diagnostic i (in report order) showed weak environment
 	// evidence; last is the number of diagnostics seen.
 	weakAt []int
@@ -85,8 +85,11 @@ func (e *evidence) flagged(lines []string) {
 func (e *evidence) diagnostic(d *Diagnostic) {
 	e.seen++
 	switch {
-	case d.Tool == toolSurefire || d.Tool == toolGoTest || d.Tool == toolPytest || (d.Tool == toolGradle && d.Code == "test"):
+	case d.Tool == toolSurefire || d.Tool == toolGoTest || d.Tool == toolPytest || d.Tool == toolCargoTest || d.Tool == toolJest ||
+		(d.Tool == toolGradle && d.Code == "test"):
 		e.testDiag = true
+	case d.Tool == toolESLint || d.Tool == toolMypy || d.Tool == toolPyLint || d.Tool == toolGoVet:
+		e.lintDiag = true
 	case compileTools[d.Tool] && d.File != "" && d.Severity == diag.SeverityError:
 		e.compileDiag = true
 	case d.Tool == diag.ToolPython && (d.Code == "SyntaxError" || strings.Contains(d.Message, "SyntaxError") || strings.Contains(d.Message, "IndentationError")):
@@ -105,7 +108,7 @@ func (e *evidence) cause(failed, passed, anyDiag bool) string {
 		return CauseDependency
 	case e.net:
 		return CauseInfra
-	case e.lint:
+	case e.lint || (e.lintDiag && !e.compileDiag):
 		return CauseLint
 	case e.compileDiag || (e.compile && !e.testDiag):
 		return CauseCompile

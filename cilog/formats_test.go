@@ -247,7 +247,7 @@ func TestGoTestJSON(t *testing.T) {
 		`{"Action":"fail","Package":"example.com/m","Test":"TestAdd"}` + "\n"
 	rep := parse(t, log)
 	d := find(t, rep, "--- FAIL: TestAdd")
-	if d.LogLines != [2]int{5, 5} || rep.Cause != CauseTest {
+	if d.LogLines != [2]int{4, 5} || d.File != "add_test.go" || d.Line != 9 || rep.Cause != CauseTest {
 		t.Errorf("%+v cause %s", d, rep.Cause)
 	}
 }
@@ -390,5 +390,46 @@ func TestCompressedAndBadInput(t *testing.T) {
 	long := strings.Repeat("x", 3*MaxLine) + "\nmain.go:1:1: undefined: y\n"
 	if rep := parse(t, long); rep.Lines != 2 || len(rep.Diagnostics) != 1 || rep.Diagnostics[0].LogLines != [2]int{2, 2} {
 		t.Errorf("long line: %+v", rep)
+	}
+}
+
+// TestTestRunnersAndLinters: one log per runner or checker, its
+// diagnostic's tool, location and lines, and the log's cause.
+func TestTestRunnersAndLinters(t *testing.T) {
+	for _, c := range []struct {
+		name, log, tool, file string
+		line                  int
+		lines                 [2]int
+		cause                 string
+	}{
+		{"go test -v", "=== RUN   TestAdd\n    add_test.go:9: got 3, want 4\n--- FAIL: TestAdd (0.00s)\nFAIL\nFAIL\texample.com/m\t0.01s\n",
+			"go-test", "add_test.go", 9, [2]int{2, 3}, CauseTest},
+		{"go vet", "# example.com/m\nvet: ./main.go:5:2: fmt.Printf format %d has arg x of wrong type string\n", "go-vet", "main.go", 5, [2]int{2, 2}, CauseLint},
+		{"cargo test", "running 1 test\ntest tests::it_works ... FAILED\n\nfailures:\n\n---- tests::it_works stdout ----\nthread 'tests::it_works' panicked at src/lib.rs:10:5:\nassertion `left == right` failed\n  left: 4\n right: 5\nnote: run with `RUST_BACKTRACE=1`\n",
+			"cargo-test", "src/lib.rs", 10, [2]int{7, 10}, CauseTest},
+		{"jest", "FAIL src/sum.test.js\n  ● sum › adds 1 + 2\n\n    expect(received).toBe(expected)\n\n      at Object.toBe (src/sum.test.js:4:21)\n\nTests:       1 failed, 1 total\n",
+			"jest", "src/sum.test.js", 4, [2]int{2, 6}, CauseTest},
+		{"eslint", "\n/home/u/p/src/index.js\n  1:7   error  'x' is assigned a value but never used  no-unused-vars\n\n✖ 1 problem (1 error, 0 warnings)\n",
+			"eslint", "/home/u/p/src/index.js", 1, [2]int{3, 3}, CauseLint},
+		{"flake8", "src/app.py:1:1: F401 'os' imported but unused\n", "flake8", "src/app.py", 1, [2]int{1, 1}, CauseLint},
+		{"mypy", "src/app.py:3: error: Incompatible types in assignment  [assignment]\nFound 1 error in 1 file\n", "mypy", "src/app.py", 3, [2]int{1, 1}, CauseLint},
+		{"cmake", "CMake Error at CMakeLists.txt:12 (find_package):\n  Could not find a package configuration file provided by \"Foo\"\n", "cmake", "CMakeLists.txt", 12, [2]int{1, 2}, CauseDependency},
+		{"javac", "src/A.java:3: error: cannot find symbol\n    Strin s;\n    ^\n  symbol:   class Strin\n  location: class A\n1 error\n", "javac", "src/A.java", 3, [2]int{1, 5}, CauseCompile},
+	} {
+		rep := parse(t, c.log)
+		if len(rep.Diagnostics) == 0 {
+			t.Errorf("%s: no diagnostic", c.name)
+			continue
+		}
+		var d *Diagnostic
+		for i := range rep.Diagnostics {
+			if rep.Diagnostics[i].Tool == c.tool && rep.Diagnostics[i].File == c.file && rep.Diagnostics[i].Line == c.line {
+				d = &rep.Diagnostics[i]
+				break
+			}
+		}
+		if d == nil || d.File != c.file || d.Line != c.line || d.LogLines != c.lines || rep.Cause != c.cause {
+			t.Errorf("%s: %+v, cause %s", c.name, rep.Diagnostics, rep.Cause)
+		}
 	}
 }

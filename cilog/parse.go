@@ -191,11 +191,21 @@ func (p *parser) flush() {
 			continue
 		}
 		f := found{d: Diagnostic{Diagnostic: loc.Diagnostic}}
+		if strings.HasPrefix(c.texts[loc.Lines[0]], "vet: ") {
+			f.d.Tool = toolGoVet
+		}
 		for _, pos := range loc.Lines {
 			end := continuation(c.texts, pos, true)
 			if bi, ok := at[pos]; ok && !used[bi] {
 				used[bi] = true
 				end = max(end, bl[bi].end)
+				if b := bl[bi]; b.tool == toolMypy || b.tool == toolPyLint {
+					// type checkers and linters in a compiler's format
+					f.d.Tool = b.tool
+					if f.d.Code == "" {
+						f.d.Code = b.code
+					}
+				}
 			} else if bi := enclosing(bl, pos); bi >= 0 && bl[bi].absorb && !used[bi] {
 				used[bi] = true
 				b := bl[bi]
