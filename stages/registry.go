@@ -67,7 +67,7 @@ type Descriptor struct {
 var descriptors = [...]Descriptor{
 	{
 		Name:    "generate",
-		Inputs:  []topics.Name{topics.Prompts, topics.Refinements},
+		Inputs:  []topics.Name{topics.Prompts, topics.BackfillPrompts, topics.Refinements},
 		Reads:   []topics.Name{topics.Completions, topics.Tasks},
 		Outputs: []topics.Name{topics.Candidates},
 		Section: func(c *Configs) Validator { return &c.Generate },

@@ -81,7 +81,7 @@ func TestMemoryLimits(t *testing.T) {
 // stage's inputs are produced by stages before it, or submitted).
 func TestRegistryDescribesEveryStage(t *testing.T) {
 	c := DefaultConfigs()
-	produced := map[topics.Name]bool{topics.Prompts: true, topics.Tasks: true}
+	produced := map[topics.Name]bool{topics.Prompts: true, topics.BackfillPrompts: true, topics.Tasks: true}
 	for i, d := range All() {
 		if d.Name == "" || d.Section == nil || d.Build == nil || d.MemoryBudgetMB == nil || len(d.Inputs) == 0 || len(d.Outputs) == 0 {
 			t.Fatalf("stage %d: incomplete descriptor %+v", i, d)

@@ -13,13 +13,17 @@ type Name string
 // The catalog. Every record of one tree is keyed by tree_id so that a tree
 // stays on one partition end to end; tasks are keyed by task_id and compacted.
 const (
-	Tasks       Name = "tasks"
-	Prompts     Name = "prompts"     // root prompts (seeding, backfill)
-	Refinements Name = "refinements" // refinement prompts from govern; served before root prompts
-	Candidates  Name = "candidates"
-	Executions  Name = "executions"
-	Samples     Name = "samples"
-	Credited    Name = "credited"
+	Tasks   Name = "tasks"
+	Prompts Name = "prompts" // root prompts (seeding)
+	// BackfillPrompts holds the root prompts of backfill jobs (`murphy
+	// backfill submit`): generate consumes it beside prompts and gives it
+	// its configured share of capacity.
+	BackfillPrompts Name = "backfill-prompts"
+	Refinements     Name = "refinements" // refinement prompts from govern; served before root prompts
+	Candidates      Name = "candidates"
+	Executions      Name = "executions"
+	Samples         Name = "samples"
+	Credited        Name = "credited"
 	// Completions holds one small record per tree credit emitted, so that
 	// generate's admission learns of completed trees without reading them.
 	Completions Name = "completions"
@@ -29,7 +33,7 @@ const (
 
 // All lists every topic in dataflow order (a fresh slice).
 func All() []Name {
-	return []Name{Tasks, Prompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ}
+	return []Name{Tasks, Prompts, BackfillPrompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ}
 }
 
 // Spec describes how a topic is created.

@@ -51,6 +51,13 @@ type Config struct {
 	// prompt generated) and not yet seen completed. Root prompts wait while
 	// the cap is reached; refinements never wait. 0 disables the cap.
 	MaxTreesInFlight int `yaml:"max_trees_in_flight"`
+	// BackfillShare is the share of generation capacity (slot time, and
+	// trees under max_trees_in_flight) that backfill root prompts (topic
+	// backfill-prompts) get while live root prompts wait too; refinements
+	// are served first whatever it says, and a stream waiting alone may use
+	// every slot. 0 serves backfill only when no live root prompt waits; 1
+	// serves it before live root prompts.
+	BackfillShare float64 `yaml:"backfill_share"`
 	// TreeTTL releases a tree's slot when no completion was seen for it
 	// this long after its last prompt, so a lost completion cannot
 	// hold the cap forever.
@@ -82,6 +89,7 @@ func DefaultConfig() Config {
 		},
 		Concurrency:      16,
 		MaxTreesInFlight: 256,
+		BackfillShare:    0.25,
 		TreeTTL:          30 * time.Minute,
 		TaskWait:         tasks.DefaultTaskWait,
 		Episodes:         DefaultEpisodesConfig(),
@@ -108,6 +116,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxTreesInFlight < 0 {
 		errs = append(errs, fmt.Errorf("max_trees_in_flight must be >= 0, got %d", c.MaxTreesInFlight))
+	}
+	if !(c.BackfillShare >= 0 && c.BackfillShare <= 1) {
+		errs = append(errs, fmt.Errorf("backfill_share must be in [0, 1], got %v", c.BackfillShare))
 	}
 	if c.TreeTTL <= 0 {
 		errs = append(errs, fmt.Errorf("tree_ttl must be > 0, got %s", c.TreeTTL))

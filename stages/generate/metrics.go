@@ -10,8 +10,12 @@ import (
 
 // Metrics of the generate stage, all with the constant label stage=generate.
 type Metrics struct {
-	// Prompts counts prompts handled, by kind (root, refinement).
+	// Prompts counts prompts handled, by kind (root, backfill, refinement).
 	Prompts *prometheus.CounterVec
+	// Started counts prompts that got a generation slot, by stream
+	// (refinement, live, backfill): the split of capacity BackfillShare
+	// sets.
+	Started *prometheus.CounterVec
 	// PolicyCalls counts policy Generate calls (one per prompt).
 	PolicyCalls prometheus.Counter
 	// Samples counts candidates emitted, by result (ok or the infra cause);
@@ -49,6 +53,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Prompts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_total",
 			Help: "Prompts handled, by kind.", ConstLabels: l}, []string{"kind"}),
+		Started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_started_total",
+			Help: "Prompts that got a generation slot, by stream (refinement, live, backfill).", ConstLabels: l}, []string{"stream"}),
 		PolicyCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_calls_total",
 			Help: "Policy calls (one per prompt).", ConstLabels: l}),
 		Samples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_samples_total",
@@ -76,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Completed trees that released a slot.", ConstLabels: l}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Prompts, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
+		for _, c := range []prometheus.Collector{m.Prompts, m.Started, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
 			m.RequestLatency, m.Retries, m.Failures, m.InFlight, m.TreesInFlight, m.HeldBack, m.Completions} {
 			reg.MustRegister(c)
 		}

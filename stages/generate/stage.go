@@ -70,10 +70,12 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	if o, ok := pol.(interface{ ObserveAttempts(func(openai.Attempt)) }); ok {
 		o.ObserveAttempts(m.ObserveAttempt)
 	}
-	s := &Stage{cfg: cfg, pol: pol, lookup: lookup, cat: cat, m: m, slots: newSlots(cfg.Concurrency),
+	s := &Stage{cfg: cfg, pol: pol, lookup: lookup, cat: cat, m: m,
 		now: time.Now, instance: cfg.instanceID()}
+	s.slots = newSharedSlots(cfg.Concurrency, cfg.BackfillShare, time.Now,
+		func(class int) { m.Started.WithLabelValues(className(class)).Inc() })
 	s.adm = newAdmission(cfg.MaxTreesInFlight, cfg.TreeTTL, func() time.Time { return s.now() },
-		func(n int) { m.TreesInFlight.Set(float64(n)) })
+		func(n int) { m.TreesInFlight.Set(float64(n)) }).withShare(cfg.BackfillShare)
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -97,6 +99,9 @@ func (s *Stage) TreesInFlight() int { return s.adm.size() }
 //
 //   - "generate" consumes root prompts; a new tree waits while the cap on
 //     trees in flight is reached;
+//   - "generate-backfill" consumes backfill root prompts (topic
+//     backfill-prompts, from `murphy backfill submit`), held back like root
+//     prompts and sharing root capacity with them by Config.BackfillShare;
 //   - "generate-refinements" consumes refinement prompts, never held back
 //     and served first when prompts compete for a generation slot;
 //   - "generate-completions-<instance>" (only with a cap) reads the
@@ -105,6 +110,7 @@ func (s *Stage) TreesInFlight() int { return s.adm.size() }
 func (s *Stage) Specs() []pipeline.Stage {
 	specs := []pipeline.Stage{
 		{Name: "generate", Inputs: []string{s.cat.Topic(topics.Prompts)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
+		{Name: "generate-backfill", Inputs: []string{s.cat.Topic(topics.BackfillPrompts)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
 		{Name: "generate-refinements", Inputs: []string{s.cat.Topic(topics.Refinements)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
 	}
 	if s.cfg.MaxTreesInFlight > 0 {
@@ -128,8 +134,9 @@ func (s *Stage) TreeDone(treeID string) {
 	}
 }
 
-// HandlePrompt handles one prompt record (root or refinement): it emits
-// exactly GroupSize candidates keyed by tree id.
+// HandlePrompt handles one prompt record (root, backfill root or
+// refinement): it emits exactly GroupSize candidates keyed by tree id. A
+// root prompt read from the backfill-prompts topic is a backfill prompt.
 func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
 	var p topics.Prompt
 	if err := pipeline.Decode(rec.Value, &p); err != nil {
@@ -138,19 +145,23 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	// Waits end only when ctx does (the stage is stopping): the prompt is
 	// then redelivered, never dead-lettered.
 	prio, kind := prioRoot, "root"
+	if rec.Topic != "" && rec.Topic == s.cat.Topic(topics.BackfillPrompts) {
+		prio, kind = prioBackfill, "backfill"
+	}
 	if p.ParentID != "" {
 		prio, kind = prioRefinement, "refinement"
 		s.adm.touch(p.TreeID)
-	} else if err := s.admit(ctx, p.TreeID); err != nil {
+	} else if err := s.admit(ctx, p.TreeID, streamOf(prio)); err != nil {
 		return nil, pipeline.Transient(err)
 	}
-	if err := s.slots.acquire(ctx, prio); err != nil {
+	g, err := s.slots.acquire(ctx, prio)
+	if err != nil {
 		return nil, pipeline.Transient(err)
 	}
 	s.m.InFlight.Inc()
 	cands, err := s.Generate(ctx, &p)
 	s.m.InFlight.Dec()
-	s.slots.release()
+	s.slots.release(g)
 	switch {
 	case err != nil && pipeline.IsPoison(err):
 		return nil, err // the task stayed missing: dead-lettered, replayable
@@ -177,8 +188,8 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	return outs, nil
 }
 
-func (s *Stage) admit(ctx context.Context, tree string) error {
-	return s.adm.admit(ctx, tree, s.m.HeldBack.Inc)
+func (s *Stage) admit(ctx context.Context, tree string, stream int) error {
+	return s.adm.admit(ctx, tree, stream, s.m.HeldBack.Inc)
 }
 
 func (s *Stage) count(c *topics.Candidate) {

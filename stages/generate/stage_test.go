@@ -285,8 +285,9 @@ func TestTreeCapHoldsRootPrompts(t *testing.T) {
 		t.Fatal("second tree never admitted after the first completed")
 	}
 	specs := s.Specs()
-	if len(specs) != 3 || specs[2].Inputs[0] != cat.Topic(topics.Completions) || specs[2].Name != "generate-completions-test" ||
-		specs[1].Inputs[0] != cat.Topic(topics.Refinements) || specs[0].Inputs[0] != cat.Topic(topics.Prompts) {
+	if len(specs) != 4 || specs[3].Inputs[0] != cat.Topic(topics.Completions) || specs[3].Name != "generate-completions-test" ||
+		specs[2].Inputs[0] != cat.Topic(topics.Refinements) || specs[0].Inputs[0] != cat.Topic(topics.Prompts) ||
+		specs[1].Inputs[0] != cat.Topic(topics.BackfillPrompts) || specs[1].Name != "generate-backfill" {
 		t.Fatalf("specs %+v", specs)
 	}
 }
@@ -296,16 +297,16 @@ func TestAdmissionTTL(t *testing.T) {
 	clock := func() time.Time { return now }
 	a := newAdmission(1, time.Minute, clock, func(int) {})
 	ctx := context.Background()
-	if err := a.admit(ctx, "a", nil); err != nil {
+	if err := a.admit(ctx, "a", streamLive, nil); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if err := a.admit(short, "b", nil); !errors.Is(err, context.DeadlineExceeded) {
+	if err := a.admit(short, "b", streamLive, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("b admitted while a holds the only slot: %v", err)
 	}
 	now = now.Add(2 * time.Minute)
-	if err := a.admit(ctx, "b", nil); err != nil || a.size() != 1 {
+	if err := a.admit(ctx, "b", streamLive, nil); err != nil || a.size() != 1 {
 		t.Fatalf("expired tree not released: %v size %d", err, a.size())
 	}
 }
@@ -318,7 +319,7 @@ func TestAdmissionExpiresOnlyIdleTrees(t *testing.T) {
 	a := newAdmission(0, time.Minute, func() time.Time { return now }, func(int) {})
 	ctx := context.Background()
 	for _, tree := range []string{"a", "b", "c", "d"} {
-		if err := a.admit(ctx, tree, nil); err != nil {
+		if err := a.admit(ctx, tree, streamLive, nil); err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(time.Second)
@@ -349,7 +350,8 @@ func TestAdmissionExpiresOnlyIdleTrees(t *testing.T) {
 func TestRefinementsServedFirst(t *testing.T) {
 	s := newSlots(1)
 	ctx := context.Background()
-	if err := s.acquire(ctx, prioRoot); err != nil {
+	g, err := s.acquire(ctx, prioRoot)
+	if err != nil {
 		t.Fatal(err)
 	}
 	order := make(chan string, 3)
@@ -358,36 +360,36 @@ func TestRefinementsServedFirst(t *testing.T) {
 		prio int
 	}{{"root1", prioRoot}, {"root2", prioRoot}} {
 		go func() {
-			if s.acquire(ctx, w.prio) == nil {
+			if g, err := s.acquire(ctx, w.prio); err == nil {
 				order <- w.name
-				s.release()
+				s.release(g)
 			}
 		}()
 		time.Sleep(30 * time.Millisecond)
 	}
 	go func() {
-		if s.acquire(ctx, prioRefinement) == nil {
+		if g, err := s.acquire(ctx, prioRefinement); err == nil {
 			order <- "refinement"
-			s.release()
+			s.release(g)
 		}
 	}()
 	time.Sleep(30 * time.Millisecond)
-	s.release()
+	s.release(g)
 	got := []string{<-order, <-order, <-order}
 	if got[0] != "refinement" || got[1] != "root1" || got[2] != "root2" {
 		t.Fatalf("served %v, want the refinement first, then roots in arrival order", got)
 	}
 	// A waiter that gives up does not leak its slot.
-	if err := s.acquire(ctx, prioRoot); err != nil {
+	if g, err = s.acquire(ctx, prioRoot); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := s.acquire(short, prioRefinement); err == nil {
+	if _, err := s.acquire(short, prioRefinement); err == nil {
 		t.Fatal("acquired a taken slot")
 	}
-	s.release()
-	if err := s.acquire(ctx, prioRoot); err != nil {
+	s.release(g)
+	if _, err := s.acquire(ctx, prioRoot); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -405,6 +407,10 @@ func TestConfigValidate(t *testing.T) {
 		{"zero concurrency", func(c *Config) { c.Concurrency = 0 }, false},
 		{"negative cap", func(c *Config) { c.MaxTreesInFlight = -1 }, false},
 		{"no ttl", func(c *Config) { c.TreeTTL = 0 }, false},
+		{"backfill share above 1", func(c *Config) { c.BackfillShare = 1.5 }, false},
+		{"negative backfill share", func(c *Config) { c.BackfillShare = -0.1 }, false},
+		{"backfill share 0", func(c *Config) { c.BackfillShare = 0 }, true},
+		{"backfill share 1", func(c *Config) { c.BackfillShare = 1 }, true},
 		{"bad simulated", func(c *Config) { c.Policy.Simulated.PBroken = 2 }, false},
 	}
 	for _, tc := range cases {

@@ -127,14 +127,47 @@ type SubmitReport struct {
 	Tasks   int
 	Trees   int
 	Skipped []error // tasks that failed validation
+	// AlreadyTasks and AlreadyTrees count the task records and root
+	// prompts left out because SkipPublished said they were on the broker.
+	AlreadyTasks int
+	AlreadyTrees int
+}
+
+// SubmitOption changes where Submit publishes and what it leaves out.
+type SubmitOption func(*submitOptions)
+
+type submitOptions struct {
+	prompts   topics.Name
+	published func(topic, key string) bool
+}
+
+// PromptsTo publishes the root prompts to topic n of the catalog instead of
+// prompts (a backfill job: topics.BackfillPrompts).
+func PromptsTo(n topics.Name) SubmitOption {
+	return func(o *submitOptions) { o.prompts = n }
+}
+
+// SkipPublished leaves out every record for which published(topic, key)
+// is true (key: the task id on the tasks topic, the tree id on the prompts
+// topic), so that a resumed job publishes each record once; they are
+// counted in SubmitReport.AlreadyTasks and AlreadyTrees.
+func SkipPublished(published func(topic, key string) bool) SubmitOption {
+	return func(o *submitOptions) { o.published = published }
 }
 
 // Submit publishes tasks to the compacted tasks topic (key task_id), then
 // one root prompt per tree to the prompts topic (key tree_id). A task that
 // fails validation is skipped and reported; the others still go. Records
-// are produced in batches of batch (0 = 500).
-func Submit(ctx context.Context, prod pipeline.Producer, cat topics.Catalog, cfg SubmitConfig, tasks []topics.Task, batch int) (SubmitReport, error) {
+// are produced in batches of batch (0 = 500). Options change the prompts'
+// topic (PromptsTo) and leave out what is already published
+// (SkipPublished).
+func Submit(ctx context.Context, prod pipeline.Producer, cat topics.Catalog, cfg SubmitConfig, tasks []topics.Task, batch int, opts ...SubmitOption) (SubmitReport, error) {
 	var rep SubmitReport
+	o := submitOptions{prompts: topics.Prompts, published: func(string, string) bool { return false }}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	taskTopic, promptTopic := cat.Topic(topics.Tasks), cat.Topic(o.prompts)
 	if err := cfg.Validate(); err != nil {
 		return rep, err
 	}
@@ -170,7 +203,11 @@ func Submit(ctx context.Context, prod pipeline.Producer, cat topics.Catalog, cfg
 		}
 		seen[t.TaskID] = true
 		good = append(good, t)
-		outs = append(outs, pipeline.Out{Topic: cat.Topic(topics.Tasks), Key: t.TaskID, Value: b})
+		if o.published(taskTopic, t.TaskID) {
+			rep.AlreadyTasks++
+			continue
+		}
+		outs = append(outs, pipeline.Out{Topic: taskTopic, Key: t.TaskID, Value: b})
 		rep.Tasks++
 		if len(outs) >= batch {
 			if err := flush(); err != nil {
@@ -185,11 +222,15 @@ func Submit(ctx context.Context, prod pipeline.Producer, cat topics.Catalog, cfg
 	now := time.Now()
 	for _, t := range good {
 		for _, p := range RootPrompts(cfg, t, now) {
+			if o.published(promptTopic, p.TreeID) {
+				rep.AlreadyTrees++
+				continue
+			}
 			b, err := topics.Encode(p)
 			if err != nil {
 				return rep, fmt.Errorf("submit: prompt for %s: %w", p.TreeID, err)
 			}
-			outs = append(outs, pipeline.Out{Topic: cat.Topic(topics.Prompts), Key: p.TreeID, Value: b})
+			outs = append(outs, pipeline.Out{Topic: promptTopic, Key: p.TreeID, Value: b})
 			rep.Trees++
 			if len(outs) >= batch {
 				if err := flush(); err != nil {
