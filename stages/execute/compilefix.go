@@ -48,9 +48,48 @@ type CompileFix struct {
 
 // baseline is the unpatched build of one snapshot.
 type baseline struct {
-	diags []topics.Diagnostic
-	ok    bool   // the unpatched tree builds
-	note  string // why the baseline could not be recorded, "" when it was
+	diags    []topics.Diagnostic
+	ok       bool   // the unpatched tree builds
+	note     string // why the baseline could not be recorded, "" when it was
+	timedOut bool
+	output   string // head and tail of the build output
+}
+
+// baselineOutputBytes bounds the build output a baseline keeps.
+const baselineOutputBytes = 16 << 10
+
+// Baseline is the unpatched build of a task's snapshot: what Evaluate
+// compares candidates with.
+type Baseline struct {
+	Diagnostics []topics.Diagnostic
+	// OK: the unpatched tree builds.
+	OK bool
+	// TimedOut: the build reached its time limit.
+	TimedOut bool
+	// Output is the head and tail of the build's output.
+	Output string
+	// Note is why the sandbox could not build it ("" when it did).
+	Note string
+}
+
+// Baseline returns the baseline of task's snapshot, building it once, as
+// Evaluate does (backfill checks with it that a snapshot fails the way its
+// log says). The error is non-nil only when ctx ends, the builder is
+// closed or the snapshot cannot be read.
+func (c *CompileFix) Baseline(ctx context.Context, task *topics.Task) (Baseline, error) {
+	if task.CompileFix == nil {
+		return Baseline{}, errors.New("execute: compile-fix task without its compile_fix setting")
+	}
+	tree, err := c.Cache.Get(ctx, task.CompileFix.Workspace)
+	if err != nil {
+		return Baseline{}, fmt.Errorf("execute: workspace %s: %w", task.CompileFix.Workspace, err)
+	}
+	defer tree.Release()
+	b, err := c.baseline(ctx, task, tree)
+	if err != nil {
+		return Baseline{}, err
+	}
+	return Baseline{Diagnostics: append([]topics.Diagnostic(nil), b.diags...), OK: b.ok, TimedOut: b.timedOut, Output: b.output, Note: b.note}, nil
 }
 
 // maxBaselines bounds the baselines kept (each may hold a build cache).
@@ -112,7 +151,8 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 			return b, nil // not kept: a later candidate tries again
 		}
 		cmd := res.Commands[0]
-		b.ok = cmd.OK()
+		b.ok, b.timedOut = cmd.OK(), cmd.TimedOut
+		b.output = headTail(string(cmd.Output), baselineOutputBytes)
 		b.diags = diag.Parse(toolOf(cf), cmd.Output, "/work")
 		c.mu.Lock()
 		defer c.mu.Unlock()
