@@ -11,6 +11,6 @@ revision pairs or from compile errors injected into clean repositories,
 verifies each by building it in the sandbox, and publishes tasks and root
 prompts beside the continuous stream as a bounded, resumable job.`,
 	}
-	cmd.AddCommand(newBackfillParseCmd())
+	cmd.AddCommand(newBackfillParseCmd(), newBackfillTasksCmd(), newBackfillSubmitCmd())
 	return cmd
 }

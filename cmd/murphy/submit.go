@@ -14,6 +14,7 @@ import (
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newSubmitCmd() *cobra.Command {
@@ -91,20 +92,26 @@ reported with its line number and skipped; the other tasks still go.`,
 	f := cmd.Flags()
 	f.StringVar(&file, "tasks", "", "task file (JSONL, JSONL.gz or JSON array)")
 	f.StringVar(&format, "format", "", "task format: "+strings.Join(tasks.Formats(), ", ")+" (default: detected)")
-	f.IntVarP(&cfg.GroupSize, "group-size", "g", cfg.GroupSize, "G: samples in the root group")
-	f.IntSliceVar(&cfg.GroupSizes, "group-sizes", nil, "group size per turn, the last repeating (overrides --group-size)")
-	f.IntVarP(&cfg.TreesPerTask, "trees-per-task", "k", cfg.TreesPerTask, "K: trees (root prompts) per task")
-	f.IntVar(&cfg.MaxTurns, "max-turns", cfg.MaxTurns, "T: turns per tree")
-	f.StringVar(&cfg.RunID, "run-id", "", "run id in tree ids (default: run-<UTC time>)")
-	f.StringVar(&cfg.RewardPolicy, "reward-policy", "", "override the tasks' reward policy: pass_rate, binary or tiered")
-	f.IntVar(&cfg.MaxNodes, "max-nodes", 0, "cap on the nodes of one tree (0 = none)")
-	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed carried by every tree")
+	addTreeFlags(f, &cfg, "run-<UTC time>")
 	f.StringSliceVar(&brokers, "brokers", brokersDefault(), "Kafka bootstrap brokers (env MURPHY_BROKERS)")
 	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
 	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by submit")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "give up publishing after this long")
 	f.BoolVar(&calibrated, "calibrate", calibrated, "derive each task's CPU time limit from its reference in a local sandbox pool before publishing (as murphy run); needs root and bubblewrap")
 	return cmd
+}
+
+// addTreeFlags registers the flags of the trees a submission starts (G,
+// K, turns, run id, reward policy, node cap, seed) on cfg.
+func addTreeFlags(f *pflag.FlagSet, cfg *generate.SubmitConfig, runIDDefault string) {
+	f.IntVarP(&cfg.GroupSize, "group-size", "g", cfg.GroupSize, "G: samples in the root group")
+	f.IntSliceVar(&cfg.GroupSizes, "group-sizes", nil, "group size per turn, the last repeating (overrides --group-size)")
+	f.IntVarP(&cfg.TreesPerTask, "trees-per-task", "k", cfg.TreesPerTask, "K: trees (root prompts) per task")
+	f.IntVar(&cfg.MaxTurns, "max-turns", cfg.MaxTurns, "T: turns per tree")
+	f.StringVar(&cfg.RunID, "run-id", "", "run id in tree ids (default: "+runIDDefault+")")
+	f.StringVar(&cfg.RewardPolicy, "reward-policy", "", "override the tasks' reward policy: pass_rate, binary or tiered")
+	f.IntVar(&cfg.MaxNodes, "max-nodes", 0, "cap on the nodes of one tree (0 = none)")
+	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed carried by every tree")
 }
 
 func brokersDefault() []string {

@@ -1,0 +1,422 @@
+package backfill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
+	"github.com/murphy-rl/murphy/cilog"
+	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// File classes of a fix's changes.
+const (
+	ClassSource = "source"
+	ClassTest   = "test"
+	ClassBuild  = "build"
+	ClassDocs   = "docs"
+	ClassOther  = "other"
+)
+
+// buildConfigNames are build configuration files by base name.
+var buildConfigNames = map[string]bool{
+	"Makefile": true, "makefile": true, "GNUmakefile": true, "CMakeLists.txt": true, "configure": true,
+	"configure.ac": true, "Makefile.am": true, "Makefile.in": true, "meson.build": true, "meson_options.txt": true,
+	"go.mod": true, "go.sum": true, "go.work": true, "go.work.sum": true,
+	"pom.xml": true, "build.gradle": true, "build.gradle.kts": true, "settings.gradle": true, "settings.gradle.kts": true,
+	"gradle.properties": true, "gradlew": true, "gradlew.bat": true, "mvnw": true, "mvnw.cmd": true,
+	"package.json": true, "package-lock.json": true, "yarn.lock": true, "pnpm-lock.yaml": true, "tsconfig.json": true,
+	"Cargo.toml": true, "Cargo.lock": true, "build.rs": true,
+	"setup.py": true, "setup.cfg": true, "pyproject.toml": true, "tox.ini": true, "requirements.txt": true,
+	"Pipfile": true, "Pipfile.lock": true, "poetry.lock": true, "MANIFEST.in": true, "noxfile.py": true,
+	"build.sh": true, "BUILD": true, "BUILD.bazel": true, "WORKSPACE": true, "MODULE.bazel": true,
+	".travis.yml": true, ".gitlab-ci.yml": true, "Jenkinsfile": true, "appveyor.yml": true, ".appveyor.yml": true,
+	"azure-pipelines.yml": true, "Dockerfile": true, ".gitattributes": true, ".gitignore": true,
+}
+
+// docNames are documentation files by base name (any extension).
+var docNames = []string{"README", "CHANGELOG", "CHANGES", "HISTORY", "NEWS", "LICENSE", "LICENCE", "COPYING",
+	"AUTHORS", "CONTRIBUTORS", "CONTRIBUTING", "CODE_OF_CONDUCT", "SECURITY", "NOTICE", "MAINTAINERS"}
+
+// Classify is the class of a repository path in a fix: build
+// configuration (build files, dependency manifests, CI files), tests
+// (test directories and test file names: *_test.go, test_*.py, *Test.java,
+// *.test.ts...), documentation (*.md, *.rst, docs/, README, LICENSE...),
+// source (files with a source extension) or other.
+func Classify(p string) string {
+	p = strings.TrimPrefix(path.Clean(filepath.ToSlash(p)), "./")
+	base := path.Base(p)
+	ext := strings.ToLower(path.Ext(base))
+	dirs := strings.Split(path.Dir(p), "/")
+	if path.Dir(p) == "." {
+		dirs = nil
+	}
+	lowerDirs := make([]string, len(dirs))
+	for i, d := range dirs {
+		lowerDirs[i] = strings.ToLower(d)
+	}
+	has := func(names ...string) bool {
+		for _, d := range lowerDirs {
+			for _, n := range names {
+				if d == n {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case buildConfigNames[base], strings.HasSuffix(base, ".mk"), strings.HasSuffix(base, ".cmake"),
+		strings.HasPrefix(p, ".github/workflows/"), strings.HasPrefix(p, ".github/actions/"),
+		strings.HasPrefix(p, ".circleci/"), strings.HasPrefix(p, ".buildkite/"), strings.HasPrefix(p, ".mvn/"),
+		len(dirs) > 0 && dirs[0] == "gradle", strings.HasPrefix(base, "requirements") && ext == ".txt":
+		return ClassBuild
+	}
+	stem := strings.TrimSuffix(base, path.Ext(base))
+	switch {
+	case has("test", "tests", "testing", "testdata", "__tests__", "spec", "specs", "t"),
+		len(lowerDirs) >= 2 && lowerDirs[0] == "src" && lowerDirs[1] == "test",
+		strings.HasSuffix(base, "_test.go"), strings.HasPrefix(base, "test_") && ext == ".py",
+		strings.HasSuffix(stem, "_test") && ext == ".py", base == "conftest.py",
+		ext == ".java" && (strings.HasSuffix(stem, "Test") || strings.HasSuffix(stem, "Tests") || strings.HasPrefix(stem, "Test")),
+		ext == ".kt" && strings.HasSuffix(stem, "Test"),
+		strings.Contains(base, ".test.") || strings.Contains(base, ".spec."):
+		return ClassTest
+	}
+	upper := strings.ToUpper(stem)
+	for _, n := range docNames {
+		if upper == n {
+			return ClassDocs
+		}
+	}
+	switch {
+	case ext == ".md" || ext == ".rst" || ext == ".adoc" || ext == ".txt" && len(dirs) == 0 || ext == ".markdown",
+		has("doc", "docs", "documentation", "man"), strings.HasPrefix(p, ".github/"):
+		return ClassDocs
+	}
+	if _, ok := sourceExts[ext]; ok {
+		return ClassSource
+	}
+	return ClassOther
+}
+
+// Split is a fix divided by file class.
+type Split struct {
+	// Patches holds one unified diff per class present.
+	Patches map[string]string
+	// Files lists the files of each class.
+	Files map[string][]string
+}
+
+// SplitPatch divides a unified diff (git's or plain) into its files by
+// Classify; binary changes are "other".
+func SplitPatch(diff string) (*Split, error) {
+	files, _, err := gitdiff.Parse(strings.NewReader(diff))
+	if err != nil {
+		return nil, fmt.Errorf("the fix is not a unified diff: %w", err)
+	}
+	s := &Split{Patches: map[string]string{}, Files: map[string][]string{}}
+	parts := map[string]*strings.Builder{}
+	for _, f := range files {
+		name := f.NewName
+		if f.IsDelete || name == "" {
+			name = f.OldName
+		}
+		class := Classify(name)
+		if f.IsBinary && class == ClassSource {
+			class = ClassOther
+		}
+		if parts[class] == nil {
+			parts[class] = &strings.Builder{}
+		}
+		text := f.String()
+		if !strings.HasPrefix(text, "diff --git ") {
+			// go-gitdiff writes the git header; keep patches uniform.
+			text = fmt.Sprintf("diff --git a/%s b/%s\n%s", name, name, text)
+		}
+		parts[class].WriteString(text)
+		s.Files[class] = append(s.Files[class], name)
+	}
+	for c, b := range parts {
+		s.Patches[c] = b.String()
+	}
+	return s, nil
+}
+
+// compileTools are the tools whose errors a compile-fix task targets.
+func compileTool(tool string) bool {
+	switch strings.ToLower(tool) {
+	case "ld", "lld", "ld.lld", "linker", "collect2":
+		return true
+	case "pytest", "junit", "surefire", "go test", "gotest", "jest", "test":
+		return false
+	}
+	return diag.NormalizeTool(tool) != ""
+}
+
+// LogTargets returns the compile errors among a log's diagnostics.
+func LogTargets(ds []cilog.Diagnostic) []topics.Diagnostic {
+	var out []topics.Diagnostic
+	for _, d := range ds {
+		if d.Severity == diag.SeverityError && compileTool(d.Tool) && (d.Message != "" || d.Code != "") {
+			t := d.Diagnostic
+			t.Excerpt = ""
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// MapPaths rewrites each target's file, as the CI printed it (absolute
+// under the runner's checkout, or relative to where the tool ran), to the
+// longest of its suffixes that is a file of the snapshot; targets whose
+// file is not in the snapshot keep theirs.
+func MapPaths(ds []topics.Diagnostic, files map[string]bool) []topics.Diagnostic {
+	out := make([]topics.Diagnostic, len(ds))
+	for i, d := range ds {
+		out[i] = d
+		if d.File == "" {
+			continue
+		}
+		f := strings.ReplaceAll(d.File, `\`, "/")
+		parts := strings.Split(strings.Trim(path.Clean(f), "/"), "/")
+		for k := range parts {
+			cand := strings.Join(parts[k:], "/")
+			if files[cand] {
+				out[i].File = cand
+				break
+			}
+		}
+	}
+	return out
+}
+
+// reproduce keeps the targets that the baseline reports (diag.Match),
+// filling the location details the log lacked from the baseline's.
+func reproduce(targets, baseline []topics.Diagnostic) (kept, dropped []topics.Diagnostic) {
+	errs := diag.Errors(baseline)
+	used := make([]bool, len(errs))
+	for _, t := range targets {
+		j := -1
+		for k, b := range errs {
+			if !used[k] && diag.Match(t, b) {
+				j = k
+				break
+			}
+		}
+		if j < 0 {
+			dropped = append(dropped, t)
+			continue
+		}
+		used[j] = true
+		b := errs[j]
+		if t.Line == 0 {
+			t.Line = b.Line
+		}
+		if t.Column == 0 {
+			t.Column = b.Column
+		}
+		if t.Code == "" {
+			t.Code = b.Code
+		}
+		if t.Tool == "" {
+			t.Tool = b.Tool
+		}
+		kept = append(kept, t)
+	}
+	return kept, dropped
+}
+
+// listFiles returns the files under dir, slash-separated and relative.
+func listFiles(dir string) (map[string]bool, error) {
+	files := map[string]bool{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			files[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	return files, err
+}
+
+// history builds the task of a failing/fixing pair (BACKFILL.md).
+func (b *Builder) history(ctx context.Context, it Item, name string, res *Result) error {
+	rejectErr := func(err error) error {
+		if errors.Is(err, errBadInput) {
+			res.reject(name, RejectBadInput, strings.TrimPrefix(err.Error(), errBadInput.Error()+": "))
+			return nil
+		}
+		return err
+	}
+	switch {
+	case it.Fail == "":
+		res.reject(name, RejectBadInput, "a history item needs the failing revision (fail)")
+		return nil
+	case it.Fix == "" && it.Patch == "":
+		res.reject(name, RejectBadInput, "a history item needs the fixing revision (fix) or a patch file (patch)")
+		return nil
+	case it.Log == "":
+		res.reject(name, RejectBadInput, "a history item needs the failing log (log)")
+		return nil
+	}
+	g, err := b.openGit(ctx, it.Repo)
+	if err != nil {
+		return rejectErr(err)
+	}
+	defer g.cleanup()
+	fail, err := g.resolve(ctx, it.Fail)
+	if err != nil {
+		return rejectErr(err)
+	}
+	prov := Provenance{Kind: KindHistory, Fail: fail}
+	var diff string
+	if it.Patch != "" {
+		raw, err := os.ReadFile(it.Patch)
+		if err != nil {
+			return rejectErr(badInput("patch: %v", err))
+		}
+		diff = string(raw)
+	} else {
+		fix, err := g.resolve(ctx, it.Fix)
+		if err != nil {
+			return rejectErr(err)
+		}
+		prov.Fix = fix
+		if diff, err = g.diff(ctx, fail, fix); err != nil {
+			return err
+		}
+	}
+	split, err := SplitPatch(diff)
+	if err != nil {
+		return rejectErr(badInput("%v", err))
+	}
+	ref := split.Patches[ClassSource]
+	if ref == "" {
+		var classes []string
+		for c, fs := range split.Files {
+			classes = append(classes, fmt.Sprintf("%s: %s", c, strings.Join(fs, ", ")))
+		}
+		sort.Strings(classes)
+		detail := "the fix changes nothing"
+		if len(classes) > 0 {
+			detail = "the fix changes no source file (" + strings.Join(classes, "; ") + ")"
+		}
+		res.reject(name, RejectNoSourceChange, detail)
+		return nil
+	}
+	prov.SplitFiles = split.Files
+	for c, p := range split.Patches {
+		if c != ClassSource {
+			if prov.Split == nil {
+				prov.Split = map[string]string{}
+			}
+			prov.Split[c] = p
+		}
+	}
+
+	rep, err := cilog.ParseFile(it.Log)
+	if err != nil {
+		return rejectErr(badInput("log %s: %v", it.Log, err))
+	}
+	res.Cause = rep.Cause
+	for _, d := range rep.Diagnostics {
+		if res.Diagnostics == nil {
+			res.Diagnostics = map[string]int{}
+		}
+		res.Diagnostics[d.Tool]++
+	}
+	logTargets := LogTargets(rep.Diagnostics)
+	if len(logTargets) == 0 {
+		res.reject(name, RejectNoDiagnostics, fmt.Sprintf("the log (cause %s, %d diagnostics) names no compile error", rep.Cause, len(rep.Diagnostics)))
+		return nil
+	}
+	prov.LogTargets = len(logTargets)
+
+	tmp, err := b.tempDir("murphy-backfill-snap-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := g.archive(ctx, fail, tmp); err != nil {
+		return rejectErr(err)
+	}
+	files, err := listFiles(tmp)
+	if err != nil {
+		return err
+	}
+	lang := inferLanguage(it.Language, tmp)
+	logTargets = MapPaths(logTargets, files)
+	digest, err := b.put(ctx, tmp)
+	if err != nil {
+		return rejectErr(badInput("snapshot of %s: %v", fail, err))
+	}
+	task := b.newTask(it, SourceHistory, lang, digest, ref)
+
+	base, v, err := b.baseline(ctx, task)
+	if err != nil {
+		return err
+	}
+	if !v.ok() {
+		res.reject(name, v.reason, v.detail)
+		return nil
+	}
+	if base.OK && len(diag.Errors(base.Diagnostics)) == 0 {
+		res.reject(name, RejectNotReproduced, "the failing revision builds in the sandbox")
+		return nil
+	}
+	kept, dropped := reproduce(logTargets, base.Diagnostics)
+	prov.Dropped = len(dropped)
+	if len(kept) == 0 {
+		if dep, ok := missingDependency(base.Output); ok {
+			res.reject(name, RejectMissingDependency, "the failing revision needs what the offline sandbox lacks: "+dep)
+			return nil
+		}
+		res.reject(name, RejectNotReproduced, fmt.Sprintf("the sandbox build of the failing revision reproduces none of the log's %d compile error(s) (log: %s; sandbox: %s)",
+			len(logTargets), headers(logTargets, 3), headers(diag.Errors(base.Diagnostics), 3)))
+		return nil
+	}
+	task.CompileFix.Targets = kept
+	runs := b.Opts.HistoryRuns
+	if runs <= 0 {
+		runs = 2
+	}
+	v, err = b.checkReference(ctx, task, runs)
+	if err != nil {
+		return err
+	}
+	if !v.ok() {
+		res.reject(name, v.reason, v.detail)
+		return nil
+	}
+	task.TaskID = taskID(name, "", digest, ref)
+	task.Prompt = b.prompt(ctx, task)
+	if err := task.Validate(); err != nil {
+		return fmt.Errorf("backfill: task %s: %w", task.TaskID, err)
+	}
+	prov.TaskID = task.TaskID
+	res.Tasks = append(res.Tasks, *task)
+	res.Provenance = append(res.Provenance, prov)
+	b.logf("%s: task %s (%d of %d log targets reproduced)", name, task.TaskID, len(kept), len(logTargets))
+	return nil
+}
+
+// inferLanguage is lang normalised, or the language most of dir's
+// sources are in.
+func inferLanguage(lang, dir string) string {
+	if lang != "" {
+		return strings.ToLower(lang)
+	}
+	return detectLanguage(dir)
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/murphy-rl/murphy/backfill"
+	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/topics"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func newBackfillSubmitCmd() *cobra.Command {
+	sc := generate.DefaultSubmitConfig()
+	sc.RunID = ""
+	var (
+		manifest, state, prefix string
+		brokers                 []string
+		partitions, jobs        int
+		asJSON, noProgress      bool
+		timeout                 time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "submit --manifest FILE --state DIR",
+		Short: "Build, verify and publish a backfill's tasks and root prompts (bounded, resumable)",
+		Long: `Submit is a bounded job: it builds and verifies the compile-fix tasks of every
+item of the manifest (history pairs, injections), then publishes each item's
+tasks to the compacted tasks topic (key task_id) and one root prompt per tree
+to the backfill-prompts topic (key tree_id), which generate serves beside the
+live prompts with its backfill_share of capacity.
+
+It is idempotent and resumable: the state directory records each item's result
+and publication, so a rerun (after a failure, Ctrl-C or kill -9) builds only
+what was not built and publishes every tree exactly once. Tree ids are
+<run-id>/<task-id>/<k>; the run id is fixed by the first run (default: derived
+from the manifest). An item whose build fails is reported and the job goes on;
+a rerun retries it.
+
+Progress goes to stderr (a bar on a terminal, else a line per item), the final
+report to stdout (text, or JSON with --json).`,
+		Example: "  murphy backfill submit --manifest backfill.yaml --state .backfill/state --brokers 127.0.0.1:9092 -g 8 -k 2",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if manifest == "" || state == "" {
+				return &exitError{code: 2, err: errors.New("backfill submit: --manifest and --state are required")}
+			}
+			cat := topics.Catalog{Prefix: prefix, Partitions: partitions}
+			if err := cat.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			probe := sc
+			if probe.RunID == "" {
+				probe.RunID = "x"
+			}
+			if err := probe.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			kcfg := pipeline.DefaultKafkaConfig()
+			kcfg.Brokers = brokers
+			kcfg.ClientID = "murphy-backfill"
+			if err := kcfg.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			m, err := backfill.LoadManifest(manifest)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, e := range m.Errors {
+				fmt.Fprintf(stderr, "%s: skipped: %v\n", manifest, e)
+			}
+			b, release, err := openTaskBuilder(cmd)
+			if err != nil {
+				return err
+			}
+			if release != nil {
+				defer release()
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			if err := pipeline.EnsureTopics(ctx, kcfg, cat); err != nil {
+				return fmt.Errorf("backfill submit: %w", err)
+			}
+			prod := pipeline.NewProducer(kcfg)
+			defer prod.Close()
+			prog := newBackfillProgress(stderr, !noProgress && isTerminal(stderr))
+			rep, err := backfill.Run(ctx, backfill.JobConfig{Kafka: kcfg, Catalog: cat, Submit: sc, StateDir: state,
+				Concurrency: jobs, Progress: prog}, m, b, prod)
+			prog.finish()
+			if rep != nil {
+				out := cmd.OutOrStdout()
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(rep); err != nil {
+						return err
+					}
+				} else {
+					rep.WriteText(out)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("backfill submit: %w (rerun with the same --state to resume)", err)
+			}
+			if rep.Failed > 0 || len(rep.ManifestErrors) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("backfill submit: %d items failed, %d manifest entries skipped; the others are published (rerun with the same --state to retry)",
+					rep.Failed, len(rep.ManifestErrors))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&manifest, "manifest", "", "the job's items: YAML or JSON (a list, or {items: [...]}), or JSONL")
+	f.StringVar(&state, "state", "", "state directory: what the job did, so that a rerun resumes it")
+	addTreeFlags(f, &sc, "the state's, else the manifest's run_id, else derived from the items")
+	f.IntVarP(&jobs, "jobs", "j", 1, "items built at once")
+	f.BoolVar(&asJSON, "json", false, "print the final report as JSON")
+	f.BoolVar(&noProgress, "no-progress", false, "no progress bar: one line per item on stderr")
+	f.StringSliceVar(&brokers, "brokers", brokersDefault(), "Kafka bootstrap brokers (env MURPHY_BROKERS)")
+	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
+	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by the job")
+	f.DurationVar(&timeout, "timeout", 0, "stop after this long (0 = none; a rerun resumes)")
+	addTaskBuilderFlags(cmd)
+	return cmd
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// backfillProgress shows a job's progress: a bar, or a line per item.
+type backfillProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+	n   int
+	of  int
+}
+
+func newBackfillProgress(w io.Writer, bar bool) *backfillProgress {
+	p := &backfillProgress{w: w}
+	if bar {
+		p.bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("backfill"),
+			progressbar.OptionShowCount(), progressbar.OptionSetItsString("items"), progressbar.OptionShowIts(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	return p
+}
+
+func (p *backfillProgress) Start(items int) {
+	p.of = items
+	if p.bar != nil {
+		p.bar.ChangeMax(items)
+	}
+}
+
+func (p *backfillProgress) Item(ev backfill.ItemEvent) {
+	p.n++
+	line := fmt.Sprintf("[%d/%d] %s: %s", p.n, p.of, ev.Name, ev.Outcome)
+	switch ev.Outcome {
+	case backfill.OutcomeFailed:
+		line += ": " + ev.Err
+	case backfill.OutcomePublished:
+		line += fmt.Sprintf(", %d tasks, %d trees", ev.Tasks, ev.Trees)
+		if ev.Found > 0 {
+			line += fmt.Sprintf(" (+%d found already published)", ev.Found)
+		}
+	case backfill.OutcomeDone:
+		line += fmt.Sprintf(" earlier, %d trees", ev.Trees)
+	}
+	if ev.Resumed && ev.Outcome != backfill.OutcomeDone {
+		line += " [result from state]"
+	}
+	if p.bar == nil {
+		fmt.Fprintf(p.w, "%s (%v)\n", line, ev.Elapsed.Round(time.Millisecond))
+		return
+	}
+	if ev.Outcome == backfill.OutcomeFailed {
+		// Failures stay on screen above the bar.
+		_ = p.bar.Clear()
+		fmt.Fprintln(p.w, line)
+	}
+	p.bar.Describe(ev.Name)
+	_ = p.bar.Add(1)
+}
+
+func (p *backfillProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
