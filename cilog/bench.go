@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,9 +20,11 @@ type synthLog struct {
 	size, done int64
 	n          int
 	buf        []byte
+	pad        string // appended to the ordinary lines
+	every      int    // lines between compiler errors
 }
 
-func newSynthLog(size int64) *synthLog { return &synthLog{size: size} }
+func newSynthLog(size int64) *synthLog { return &synthLog{size: size, every: 5000} }
 
 func (s *synthLog) Read(p []byte) (int, error) {
 	for len(s.buf) == 0 {
@@ -46,7 +49,7 @@ func (s *synthLog) fill() {
 	s.n++
 	ts := fmt.Sprintf("2024-01-01T10:%02d:%02d.%07dZ ", (s.n/60000)%60, (s.n/1000)%60, s.n%10000000)
 	switch {
-	case s.n%5000 == 0:
+	case s.n%s.every == 0:
 		f := fmt.Sprintf("src/main/java/p%d/C%d.java", s.n%7, s.n%13)
 		s.buf = fmt.Appendf(s.buf[:0], "%s[ERROR] /home/runner/work/r/r/%s:[%d,9] cannot find symbol\n%s  symbol:   class Strin\n%s  location: class C\n"+
 			"%s[INFO] 1 error\n%s[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.11.0:compile (default-compile) on project r: Compilation failure\n"+
@@ -59,7 +62,7 @@ func (s *synthLog) fill() {
 	case s.n%97 == 0:
 		s.buf = fmt.Appendf(s.buf[:0], "%sProgress (1): 12/80 kB\rProgress (1): 45/80 kB\rProgress (1): 80/80 kB\r\n", ts)
 	default:
-		s.buf = fmt.Appendf(s.buf[:0], "%s[INFO] Compiling module %d of the reactor with 214 source files to /home/runner/work/r/r/target/classes\n", ts, s.n%1000)
+		s.buf = fmt.Appendf(s.buf[:0], "%s[INFO] Compiling module %d of the reactor with 214 source files to /home/runner/work/r/r/target/classes%s\n", ts, s.n%1000, s.pad)
 	}
 }
 
@@ -90,10 +93,22 @@ func (r StreamResult) String() string {
 // StreamBench parses a generated log of size bytes, sampling the live heap
 // every 10 ms, and times a plain line scan of the same stream as the
 // baseline.
-func StreamBench(size int64) (StreamResult, error) {
+func StreamBench(size int64) (StreamResult, error) { return streamBench(size, 0) }
+
+// streamBench is StreamBench with ordinary lines padded by pad bytes
+// (fewer, longer lines: the same bytes for less per-line work).
+func streamBench(size int64, pad int) (StreamResult, error) {
+	padding := strings.Repeat(" .", pad/2)
+	gen := func() *synthLog {
+		l := newSynthLog(size)
+		if pad > 0 {
+			l.pad, l.every = padding, 200
+		}
+		return l
+	}
 	r := StreamResult{Bytes: size}
 	start := time.Now()
-	sc := bufio.NewScanner(newSynthLog(size))
+	sc := bufio.NewScanner(gen())
 	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	for sc.Scan() {
 	}
@@ -129,7 +144,7 @@ func StreamBench(size int64) (StreamResult, error) {
 		}
 	}()
 	start = time.Now()
-	rep, err := Parse(newSynthLog(size), "synthetic.log")
+	rep, err := Parse(gen(), "synthetic.log")
 	r.ParseSeconds = time.Since(start).Seconds()
 	close(stop)
 	wg.Wait()
