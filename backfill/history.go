@@ -151,22 +151,14 @@ func SplitPatch(diff string) (*Split, error) {
 	return s, nil
 }
 
-// compileTools are the tools whose errors a compile-fix task targets.
-func compileTool(tool string) bool {
-	switch strings.ToLower(tool) {
-	case "ld", "lld", "ld.lld", "linker", "collect2":
-		return true
-	case "pytest", "junit", "surefire", "go test", "gotest", "jest", "test":
-		return false
-	}
-	return diag.NormalizeTool(tool) != ""
-}
-
-// LogTargets returns the compile errors among a log's diagnostics.
+// LogTargets returns the compile errors among a log's diagnostics: the
+// located errors of compilers and linkers (cilog's KindCompile), not a
+// build tool's summary, a failed test or a run-time exception.
 func LogTargets(ds []cilog.Diagnostic) []topics.Diagnostic {
 	var out []topics.Diagnostic
-	for _, d := range ds {
-		if d.Severity == diag.SeverityError && compileTool(d.Tool) && (d.Message != "" || d.Code != "") {
+	for i := range ds {
+		d := &ds[i]
+		if d.Severity == diag.SeverityError && d.Kind() == cilog.KindCompile && (d.Message != "" || d.Code != "") {
 			t := d.Diagnostic
 			t.Excerpt = ""
 			out = append(out, t)

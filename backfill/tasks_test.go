@@ -295,3 +295,35 @@ func TestBadItems(t *testing.T) {
 		})
 	}
 }
+
+// TestLogTargetsOfRealLogs: the targets of real failing logs are their
+// compiler errors, once each (Maven's echo folded), and not the build
+// tool's summary, a runtime exception or a test failure.
+func TestLogTargetsOfRealLogs(t *testing.T) {
+	for _, c := range []struct {
+		log  string
+		want int
+	}{
+		{"../../shared/data/cilogs/cidiff/astor_1260/fail.log", 3},            // three javac errors, echoed by Maven
+		{"../../shared/data/cilogs/cidiff/cidiff_57/fail.log", 0},             // a failing test
+		{"../../shared/data/cilogs/cidiff/pushcommentgithub_173/fail.log", 0}, // a Python NameError at run time
+		{"../../shared/data/cilogs/bugswarm-gha/7825239642.log", 1},           // javac through Gradle
+	} {
+		rep, err := cilog.ParseFile(c.log)
+		if os.IsNotExist(err) {
+			t.Skip("no CI logs at ../../shared/data")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets := LogTargets(rep.Diagnostics)
+		if len(targets) != c.want {
+			t.Errorf("%s: %d targets, want %d: %+v", c.log, len(targets), c.want, targets)
+		}
+		for _, d := range targets {
+			if d.File == "" || d.Line == 0 {
+				t.Errorf("%s: unlocated target %+v", c.log, d)
+			}
+		}
+	}
+}

@@ -84,16 +84,13 @@ func (e *evidence) flagged(lines []string) {
 // diagnostic looks at a diagnostic's tool.
 func (e *evidence) diagnostic(d *Diagnostic) {
 	e.seen++
-	switch {
-	case d.Tool == toolSurefire || d.Tool == toolGoTest || d.Tool == toolPytest || d.Tool == toolCargoTest || d.Tool == toolJest ||
-		(d.Tool == toolGradle && d.Code == "test"):
+	switch d.Kind() {
+	case KindTest:
 		e.testDiag = true
-	case d.Tool == toolESLint || d.Tool == toolMypy || d.Tool == toolPyLint || d.Tool == toolGoVet:
+	case KindLint:
 		e.lintDiag = true
-	case compileTools[d.Tool] && d.File != "" && d.Severity == diag.SeverityError:
-		e.compileDiag = true
-	case d.Tool == diag.ToolPython && (d.Code == "SyntaxError" || strings.Contains(d.Message, "SyntaxError") || strings.Contains(d.Message, "IndentationError")):
-		e.compileDiag = true
+	case KindCompile:
+		e.compileDiag = d.Severity == diag.SeverityError || e.compileDiag
 	}
 }
 
