@@ -363,7 +363,9 @@ func TestJUnitXML(t *testing.T) {
 func TestCompressedAndBadInput(t *testing.T) {
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write([]byte("a.c:1:1: error: expected identifier\n" + strings.Repeat("ok\n", 5000)))
+	if _, err := zw.Write([]byte("a.c:1:1: error: expected identifier\n" + strings.Repeat("ok\n", 5000))); err != nil {
+		t.Fatal(err)
+	}
 	zw.Close()
 	rep, err := Parse(bytes.NewReader(gz.Bytes()), "x.log.gz")
 	if err != nil || rep.Lines != 5001 || len(rep.Diagnostics) != 1 {
