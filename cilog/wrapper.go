@@ -158,12 +158,10 @@ func (d *decoder) decode(raw string, n int) (string, bool) {
 	case CIGitHubCLI:
 		if m := ghCLIRE.FindStringSubmatch(l); m != nil {
 			if m[1] != d.ghJob || m[2] != d.ghStep {
-				name := m[2]
-				if m[1] != d.ghJob && d.ghJob != "" {
-					name = m[1] + " / " + m[2]
-				}
+				// a step is named by its column; a log of several jobs
+				// repeats names ("Set up job"), told apart by their lines
 				d.ghJob, d.ghStep = m[1], m[2]
-				d.steps.start(name, n)
+				d.steps.start(m[2], n)
 			}
 			l = l[len(m[0]):]
 		}
