@@ -215,6 +215,8 @@ type KafkaConfig struct {
 	// StartupTimeout bounds how long creating and waiting for the topics may
 	// take at startup, so a stage started while the brokers are down or
 	// restarting waits for them instead of exiting. Zero means 2 minutes.
+	// Brokers that refuse the client (SASL credentials, certificates) fail
+	// it at once, with their error.
 	StartupTimeout time.Duration `yaml:"startup_timeout"`
 	// CommitInterval spaces a stateless stage's offset commits: after a
 	// commit the next waits at least this long (the last one, at shutdown,
@@ -222,6 +224,52 @@ type KafkaConfig struct {
 	// every settled record costs throughput; a crash redelivers at most
 	// this much more. 0 commits as soon as the previous commit is done.
 	CommitInterval time.Duration `yaml:"commit_interval"`
+	// SASL authenticates every connection with a user name and password
+	// (SCRAM or PLAIN); off unless a mechanism is set.
+	SASL KafkaSASLConfig `yaml:"sasl"`
+	// TLS encrypts every connection and checks the brokers' certificates,
+	// optionally presenting a client certificate (mutual TLS).
+	TLS KafkaTLSConfig `yaml:"tls"`
+}
+
+// KafkaSASLConfig is the SASL authentication of every Kafka client
+// (SASL_SSL with KafkaConfig.TLS enabled, else SASL_PLAINTEXT). See
+// deploy/kafka/README.md.
+type KafkaSASLConfig struct {
+	// Mechanism is SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN ("" = no SASL).
+	// PLAIN sends the password as it is: use it only with TLS.
+	Mechanism string `yaml:"mechanism"`
+	// Username is the SASL user (for Strimzi, the KafkaUser's name).
+	Username string `yaml:"username"`
+	// Password is the SASL password. Prefer password_file, or the environment
+	// (MURPHY_KAFKA__SASL__PASSWORD), to keep it out of the YAML file; set
+	// one of the two.
+	Password string `yaml:"password"`
+	// PasswordFile is a file holding the SASL password (a mounted Secret, e.g.
+	// Strimzi's KafkaUser secret key "password"); a final newline is ignored.
+	// It is read whenever a client is created.
+	PasswordFile string `yaml:"password_file"`
+}
+
+// KafkaTLSConfig is the TLS of every Kafka client. See deploy/kafka/README.md.
+type KafkaTLSConfig struct {
+	// Enabled turns TLS on for every connection to the brokers.
+	Enabled bool `yaml:"enabled"`
+	// CAFile is a PEM file of the CA certificates the brokers' certificates
+	// must chain to ("" = the system's roots); for Strimzi, the cluster CA's
+	// ca.crt.
+	CAFile string `yaml:"ca_file"`
+	// CertFile is a PEM client certificate (chain) presented to the brokers
+	// for mutual TLS, with key_file; for Strimzi, a TLS KafkaUser's user.crt.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the PEM private key of cert_file (user.key for Strimzi).
+	KeyFile string `yaml:"key_file"`
+	// ServerName is the host name the brokers' certificates must carry
+	// ("" = the host of the address dialled).
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any broker certificate, unchecked: for
+	// debugging only, it defeats TLS's protection against impersonation.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
 
 // DefaultKafkaConfig is a local single broker with low-latency batching.

@@ -33,11 +33,11 @@ func (c KafkaConfig) Validate() error {
 	if c.CommitInterval < 0 {
 		return errors.New("kafka: commit_interval must be >= 0")
 	}
+	// SASL and TLS: the mechanism and its credentials, the certificate files.
+	if _, _, err := c.security(); err != nil {
+		return err
+	}
 	return nil
-}
-
-func (c KafkaConfig) dialer() *kafka.Dialer {
-	return &kafka.Dialer{ClientID: c.clientID(), Timeout: 10 * time.Second, DualStack: true}
 }
 
 func (c KafkaConfig) clientID() string {
@@ -45,10 +45,6 @@ func (c KafkaConfig) clientID() string {
 		return "murphy"
 	}
 	return c.ClientID
-}
-
-func (c KafkaConfig) transport() *kafka.Transport {
-	return &kafka.Transport{ClientID: c.clientID(), DialTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 }
 
 // newWriter is the one producer configuration of the project: acks from all
@@ -76,7 +72,7 @@ func newWriter(c KafkaConfig) *kafka.Writer {
 		WriteBackoffMax: 2 * time.Second,
 		ReadTimeout:     30 * time.Second,
 		WriteTimeout:    30 * time.Second,
-		Transport:       c.transport(),
+		Transport:       c.Transport(),
 	}
 }
 
@@ -377,7 +373,7 @@ func createTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog, spec
 }
 
 func createTopicConfigs(ctx context.Context, cfg KafkaConfig, reqs ...kafka.TopicConfig) error {
-	t := cfg.transport()
+	t := cfg.Transport()
 	defer t.CloseIdleConnections()
 	return createTopicConfigsWith(ctx, cfg, t, reqs...)
 }
@@ -398,15 +394,23 @@ func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.Round
 	}
 	created := false
 	var lastErr error
+	// Brokers that are down or restarting are waited for; brokers that
+	// refuse this client (credentials, certificates) fail at once.
+	permanent := func(err error) error {
+		if authFailure(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		if !created {
 			if lastErr = createOnce(ctx, client, reqs); lastErr != nil {
-				return struct{}{}, lastErr
+				return struct{}{}, permanent(lastErr)
 			}
 			created = true
 		}
 		lastErr = topicsReady(ctx, client, names)
-		return struct{}{}, lastErr
+		return struct{}{}, permanent(lastErr)
 	}, backoff.WithBackOff(newBackOff(50*time.Millisecond, 2*time.Second)), backoff.WithMaxElapsedTime(0))
 	if err == nil {
 		return nil
@@ -414,18 +418,33 @@ func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.Round
 	if lastErr == nil {
 		lastErr = err
 	}
+	if authFailure(lastErr) {
+		return authError(cfg, lastErr)
+	}
 	return fmt.Errorf("topics not ready within %s (kafka.startup_timeout): %w", timeout, lastErr)
 }
 
-// createOnce sends one CreateTopics request; topics that exist already are fine.
+// createOnce sends one CreateTopics request; topics that exist already are
+// fine, and so are topics this client may not create (a user without the
+// Create ACL, its topics made by an operator): topicsReady then says
+// whether they exist.
 func createOnce(ctx context.Context, client *kafka.Client, reqs []kafka.TopicConfig) error {
 	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: reqs})
+	if errors.Is(err, kafka.BrokerNotAvailable) && len(reqs) > 0 {
+		// kafka-go says so when it could not reach the controller; its
+		// metadata request tells why (a refused connection, a failed TLS
+		// handshake or SASL authentication).
+		if _, merr := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{reqs[0].Topic}}); merr != nil {
+			err = merr
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("create topics: %w", err)
 	}
 	var errs []error
 	for name, terr := range resp.Errors {
-		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) &&
+			!errors.Is(terr, kafka.TopicAuthorizationFailed) && !errors.Is(terr, kafka.ClusterAuthorizationFailed) {
 			errs = append(errs, fmt.Errorf("create topic %s: %w", name, terr))
 		}
 	}

@@ -31,7 +31,7 @@ func (pc *partitionConsumer) run(ctx context.Context) error {
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                     pc.rt.GroupID(pc.s.Name),
 		Brokers:                kc.Brokers,
-		Dialer:                 kc.dialer(),
+		Dialer:                 kc.Dialer(),
 		Topics:                 []string{pc.s.Input},
 		StartOffset:            kafka.FirstOffset,
 		HeartbeatInterval:      2 * time.Second,
@@ -100,7 +100,7 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 		return
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: rt.cfg.Kafka.Brokers, Dialer: rt.cfg.Kafka.dialer(), Topic: s.Input, Partition: pa.ID,
+		Brokers: rt.cfg.Kafka.Brokers, Dialer: rt.cfg.Kafka.Dialer(), Topic: s.Input, Partition: pa.ID,
 		MinBytes: 1, MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 250 * time.Millisecond,
 		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, MaxAttempts: 10,
 	})

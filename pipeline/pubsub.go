@@ -196,7 +196,7 @@ func NewSubscriber(cfg SubscriberConfig) (*Subscriber, error) {
 		return nil, errors.New("subscriber: consumer group is required")
 	}
 	cfg.setDefaults()
-	return &Subscriber{cfg: cfg, tr: cfg.Kafka.transport(), closing: make(chan struct{})}, nil
+	return &Subscriber{cfg: cfg, tr: cfg.Kafka.Transport(), closing: make(chan struct{})}, nil
 }
 
 // Subscribe starts a group member on topic. The channel closes when ctx is
@@ -216,7 +216,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		Brokers:           s.cfg.Kafka.Brokers,
 		GroupID:           s.cfg.ConsumerGroup,
 		Topic:             topic,
-		Dialer:            s.cfg.Kafka.dialer(),
+		Dialer:            s.cfg.Kafka.Dialer(),
 		MinBytes:          1,
 		MaxBytes:          topics.DefaultMaxMessageBytes + 1<<20,
 		MaxWait:           s.cfg.MaxWait,

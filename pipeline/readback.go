@@ -43,7 +43,7 @@ const (
 // readBackClient returns a client for metadata and offset requests, and a
 // function that releases its connections.
 func readBackClient(cfg KafkaConfig) (*kafka.Client, func()) {
-	rt := cfg.transport()
+	rt := cfg.Transport()
 	return &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 30 * time.Second, Transport: rt}, rt.CloseIdleConnections
 }
 
@@ -220,7 +220,7 @@ func dialPartition(ctx context.Context, cfg KafkaConfig, client *kafka.Client, t
 	if parts[i].Leader.Host == "" {
 		return nil, fmt.Errorf("read %s/%d: no leader: %w", topic, partition, kafka.LeaderNotAvailable)
 	}
-	conn, err := cfg.dialer().DialPartition(ctx, "tcp", "", parts[i])
+	conn, err := cfg.Dialer().DialPartition(ctx, "tcp", "", parts[i])
 	if err != nil {
 		return nil, fmt.Errorf("read %s/%d: %w", topic, partition, err)
 	}
@@ -231,6 +231,9 @@ func dialPartition(ctx context.Context, cfg KafkaConfig, client *kafka.Client, t
 // temporary (except an unknown topic, which read-back reports at once) or a
 // broken connection.
 func retriable(err error) bool {
+	if authFailure(err) {
+		return false
+	}
 	var ke kafka.Error
 	if errors.As(err, &ke) {
 		return ke.Temporary() && ke != kafka.UnknownTopicOrPartition

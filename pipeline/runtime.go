@@ -318,6 +318,13 @@ func (rt *Runtime) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	// Brokers that refuse this runtime (credentials, certificates) stop it
+	// at once with their error, rather than its readers retrying forever.
+	go func() {
+		if err := checkBrokers(ctx, rt.cfg.Kafka); err != nil && ctx.Err() == nil {
+			rt.fail(err)
+		}
+	}()
 	go func() {
 		if rt.handlers > 0 {
 			select {

@@ -97,7 +97,7 @@ func (t *Table) run(ctx context.Context) {
 	var parts []kafka.Partition
 	wait := newBackOff(100*time.Millisecond, 2*time.Second)
 	for attempt := 0; ctx.Err() == nil; attempt++ {
-		conn, err := t.cfg.dialer().DialContext(ctx, "tcp", t.cfg.Brokers[0])
+		conn, err := t.cfg.Dialer().DialContext(ctx, "tcp", t.cfg.Brokers[0])
 		if err == nil {
 			parts, err = conn.ReadPartitions(t.topic)
 			conn.Close()
@@ -135,7 +135,7 @@ func (t *Table) run(ctx context.Context) {
 }
 
 func (t *Table) followPartition(ctx context.Context, p int) {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.cfg.Brokers, Dialer: t.cfg.dialer(), Topic: t.topic, Partition: p,
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.cfg.Brokers, Dialer: t.cfg.Dialer(), Topic: t.topic, Partition: p,
 		MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 200 * time.Millisecond})
 	defer r.Close()
 	for {

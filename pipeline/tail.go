@@ -14,7 +14,7 @@ import (
 // group, and delivers records until ctx ends; then the channel closes.
 // Monitors, tests and read-back use it.
 func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, error) {
-	conn, err := cfg.dialer().DialContext(ctx, "tcp", cfg.Brokers[0])
+	conn, err := cfg.Dialer().DialContext(ctx, "tcp", cfg.Brokers[0])
 	if err != nil {
 		return nil, fmt.Errorf("tail %s: %w", topic, err)
 	}
@@ -29,7 +29,7 @@ func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, er
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, Dialer: cfg.dialer(), Topic: topic, Partition: p,
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, Dialer: cfg.Dialer(), Topic: topic, Partition: p,
 				MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 100 * time.Millisecond})
 			defer r.Close()
 			for {

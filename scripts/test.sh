@@ -2,9 +2,9 @@
 # The whole test suite, from a fresh clone: installs what it needs (Go modules,
 # bubblewrap, the Kafka jars through Maven, Python packages through pip,
 # golangci-lint, headless Chromium), starts a real Apache Kafka 4.4 broker
-# (KRaft, single node), runs gofmt, go vet and golangci-lint, the Go tests
-# (with -race on the concurrent packages), the Python tests, and stops the
-# broker even on failure.
+# (KRaft, single node; PLAINTEXT, SASL_SSL and mutual-TLS listeners), runs
+# gofmt, go vet and golangci-lint, the Go tests (with -race on the concurrent
+# packages), the Python tests, and stops the broker even on failure.
 #
 #   scripts/test.sh            everything
 #   MURPHY_TEST_SHORT=1 ...    go test -short (skips the slow suites)
@@ -33,7 +33,9 @@ log "starting Kafka"
 deploy/kafka/kafka.sh clean >/dev/null 2>&1 || true
 trap 'deploy/kafka/kafka.sh stop' EXIT
 deploy/kafka/kafka.sh start
-export "$(deploy/kafka/kafka.sh env)"
+# MURPHY_KAFKA_BROKERS (PLAINTEXT) and the secured listeners' variables
+# (MURPHY_KAFKA_SASL_BROKERS, ..., see deploy/kafka/README.md).
+while IFS= read -r kv; do export "$kv"; done < <(deploy/kafka/kafka.sh env)
 export MURPHY_REQUIRE_PYTHON=1 CI=${CI:-true}
 
 log "gofmt and go vet"

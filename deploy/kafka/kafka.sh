@@ -5,9 +5,22 @@
 #   deploy/kafka/kafka.sh start     format storage (first time) and start on 127.0.0.1:$MURPHY_KAFKA_PORT
 #   deploy/kafka/kafka.sh stop      stop it (SIGTERM, then SIGKILL after a grace period)
 #   deploy/kafka/kafka.sh restart   stop then start, keeping the data
-#   deploy/kafka/kafka.sh env       print MURPHY_KAFKA_BROKERS=... for the test suite
+#   deploy/kafka/kafka.sh env       print MURPHY_KAFKA_BROKERS=... (one VAR=value a line) for the test suite:
+#                                   export $(deploy/kafka/kafka.sh env)
 #
-# Environment: MURPHY_KAFKA_HOME (default .cache/kafka), MURPHY_KAFKA_PORT (default 39092).
+# Listeners, all on 127.0.0.1 (see deploy/kafka/README.md):
+#   $MURPHY_KAFKA_PORT       PLAINTEXT (inter-broker too)
+#   $MURPHY_KAFKA_PORT+1     CONTROLLER (KRaft)
+#   $MURPHY_KAFKA_SASL_PORT  SASL_SSL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN over TLS,
+#                            client certificate requested (default $MURPHY_KAFKA_PORT+2)
+#   $MURPHY_KAFKA_MTLS_PORT  SSL with a client certificate required (mutual TLS)
+#                            (default $MURPHY_KAFKA_PORT+3)
+# The script makes a throwaway CA, a broker certificate (SAN 127.0.0.1, localhost) and
+# a client certificate under $MURPHY_KAFKA_HOME/tls, and a SCRAM user "murphy" (both
+# SCRAM mechanisms, and PLAIN) with a random password when it formats the storage.
+#
+# Environment: MURPHY_KAFKA_HOME (default .cache/kafka), MURPHY_KAFKA_PORT (default 39092),
+# MURPHY_KAFKA_SASL_PORT, MURPHY_KAFKA_MTLS_PORT.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,10 +28,16 @@ root=$(cd "$here/../.." && pwd)
 home=${MURPHY_KAFKA_HOME:-$root/.cache/kafka}
 port=${MURPHY_KAFKA_PORT:-39092}
 cport=$((port + 1))
+sport=${MURPHY_KAFKA_SASL_PORT:-$((port + 2))}
+mport=${MURPHY_KAFKA_MTLS_PORT:-$((port + 3))}
 libs=$home/libs
 data=$home/data
 pidfile=$home/kafka.pid
 log=$home/kafka.log
+tlsdir=$home/tls
+sasl_user=murphy
+# scram_marker says the storage was formatted with the SCRAM user.
+scram_marker=$data/.murphy-scram
 
 install() {
   if [ -f "$libs/.complete" ]; then return; fi
@@ -28,17 +47,63 @@ install() {
   touch "$libs/.complete"
 }
 
+# secrets makes, once, the CA, the broker and client certificates (PEM, unencrypted
+# PKCS#8 keys) and the SASL password.
+secrets() {
+  if [ -f "$tlsdir/.complete" ]; then return; fi
+  rm -rf "$tlsdir"
+  mkdir -p "$tlsdir"
+  (
+    cd "$tlsdir"
+    umask 077
+    openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out ca.key
+    openssl req -x509 -new -key ca.key -sha256 -days 3650 -subj "/CN=murphy test CA" -out ca.crt \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+    sign() { # name subject extensions
+      openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key"
+      openssl req -new -key "$1.key" -subj "$2" -out "$1.csr"
+      printf '%s\n' "$3" >"$1.ext"
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
+        -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+      rm -f "$1.csr" "$1.ext"
+    }
+    sign broker "/CN=localhost" "subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=serverAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+    sign client "/CN=murphy-client" "extendedKeyUsage=clientAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+    # Kafka's PEM key store: the private key and the certificate chain in one file.
+    cat broker.key broker.crt ca.crt >broker.pem
+    openssl rand -hex 16 | tr -d '\n' >sasl-password
+    chmod 644 ca.crt client.crt broker.crt
+  )
+  touch "$tlsdir/.complete"
+}
+
 config() {
   mkdir -p "$home"
+  local pw jaas
+  pw=$(cat "$tlsdir/sasl-password")
+  jaas=org.apache.kafka.common.security
   cat >"$home/server.properties" <<CONF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,SASL_SSL://127.0.0.1:$sport,MTLS://127.0.0.1:$mport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_SSL://127.0.0.1:$sport,MTLS://127.0.0.1:$mport
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL
 inter.broker.listener.name=PLAINTEXT
+ssl.keystore.type=PEM
+ssl.keystore.location=$tlsdir/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$tlsdir/ca.crt
+listener.name.sasl_ssl.ssl.client.auth=requested
+listener.name.mtls.ssl.client.auth=required
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$jaas.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$jaas.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=$jaas.plain.PlainLoginModule required user_$sasl_user="$pw";
 log.dirs=$data
 num.partitions=4
 offsets.topic.replication.factor=1
@@ -93,7 +158,9 @@ wait_ready() {
     fi
     # The broker accepts requests once the PLAINTEXT listener is bound and it has joined the quorum.
     if grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$log" 2>/dev/null \
-      && (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
+      && (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null \
+      && (exec 3<>/dev/tcp/127.0.0.1/"$sport") 2>/dev/null \
+      && (exec 3<>/dev/tcp/127.0.0.1/"$mport") 2>/dev/null; then
       return 0
     fi
     sleep 0.5
@@ -106,11 +173,20 @@ wait_ready() {
 start() {
   install
   if running; then echo "kafka already running (pid $(cat "$pidfile"))"; return; fi
+  secrets
   config
   if [ ! -f "$data/meta.properties" ]; then
     mkdir -p "$data"
+    local pw
+    pw=$(cat "$tlsdir/sasl-password")
     java_run kafka.tools.StorageTool format -t "murphy-test-cluster-0001" \
-      -c "$home/server.properties" --ignore-formatted >/dev/null
+      -c "$home/server.properties" --ignore-formatted \
+      --add-scram "SCRAM-SHA-256=[name=$sasl_user,password=$pw]" \
+      --add-scram "SCRAM-SHA-512=[name=$sasl_user,password=$pw]" >/dev/null
+    touch "$scram_marker"
+  elif [ ! -f "$scram_marker" ]; then
+    echo "warning: $data was formatted before the SASL_SSL listener existed: it has no SCRAM user" \
+      "(SCRAM logins fail; PLAIN and mutual TLS work). '$0 clean' reformats it." >&2
   fi
   : >"$log"
   nohup java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
@@ -118,7 +194,7 @@ start() {
     -cp "$libs/*" kafka.Kafka "$home/server.properties" >>"$log" 2>&1 &
   echo $! >"$pidfile"
   wait_ready
-  echo "kafka ready on 127.0.0.1:$port (pid $(cat "$pidfile"))"
+  echo "kafka ready on 127.0.0.1:$port, SASL_SSL on :$sport, mutual TLS on :$mport (pid $(cat "$pidfile"))"
 }
 
 stop() {
@@ -133,12 +209,28 @@ stop() {
   rm -f "$pidfile"
 }
 
+# env_vars prints the variables the test suite reads, one VAR=value a line (the
+# secured listeners' only once the certificates exist).
+env_vars() {
+  echo "MURPHY_KAFKA_BROKERS=127.0.0.1:$port"
+  if [ -f "$tlsdir/.complete" ]; then
+    echo "MURPHY_KAFKA_SASL_BROKERS=127.0.0.1:$sport"
+    echo "MURPHY_KAFKA_MTLS_BROKERS=127.0.0.1:$mport"
+    echo "MURPHY_KAFKA_SASL_USER=$sasl_user"
+    echo "MURPHY_KAFKA_SASL_PASSWORD=$(cat "$tlsdir/sasl-password")"
+    echo "MURPHY_KAFKA_SASL_PASSWORD_FILE=$tlsdir/sasl-password"
+    echo "MURPHY_KAFKA_CA_FILE=$tlsdir/ca.crt"
+    echo "MURPHY_KAFKA_CLIENT_CERT=$tlsdir/client.crt"
+    echo "MURPHY_KAFKA_CLIENT_KEY=$tlsdir/client.key"
+  fi
+}
+
 case "${1:-}" in
   install) install ;;
   start) start ;;
   stop) stop ;;
   restart) stop; start ;;
   clean) stop; rm -rf "$data" ;;
-  env) echo "MURPHY_KAFKA_BROKERS=127.0.0.1:$port" ;;
+  env) env_vars ;;
   *) echo "usage: $0 install|start|stop|restart|clean|env" >&2; exit 2 ;;
 esac

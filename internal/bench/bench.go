@@ -280,7 +280,9 @@ func (b *Broker) deleteTopics(cats ...topics.Catalog) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(b.Kafka.Brokers...), Timeout: time.Minute}
+	tr := b.Kafka.Transport()
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(b.Kafka.Brokers...), Timeout: time.Minute, Transport: tr}
 	_, _ = client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: names})
 }
 

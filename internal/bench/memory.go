@@ -168,8 +168,8 @@ func writeBacklog(ctx context.Context, b *Broker, c Config, ts []topics.Task, ca
 	if err != nil {
 		return nil, nil, err
 	}
-	w := rawWriter(b.Kafka.Brokers)
-	defer w.Close()
+	w := rawWriter(b.Kafka)
+	defer closeRawWriter(w)
 	write := func(msgs []kafka.Message) error {
 		for i := 0; i < len(msgs); i += 1000 {
 			if err := w.WriteMessages(ctx, msgs[i:min(i+1000, len(msgs))]...); err != nil {
@@ -259,6 +259,7 @@ func taskRecords(ts []topics.Task) ([]kafka.Message, error) {
 func stageArgs(b *Broker, c Config, cat topics.Catalog, stage string) []string {
 	a := []string{"--kafka.brokers", strings.Join(b.Kafka.Brokers, ","), "--topics.prefix", cat.Prefix,
 		"--topics.partitions", strconv.Itoa(cat.Partitions), "--log_level", "warn"}
+	a = append(a, securityArgs(b.Kafka)...)
 	switch stage {
 	case "generate":
 		// Alone, generate never sees a tree complete: with the cap on trees
@@ -266,6 +267,34 @@ func stageArgs(b *Broker, c Config, cat topics.Catalog, stage string) []string {
 		a = append(a, "--generate.policy.simulated.seed", strconv.FormatInt(c.Seed, 10), "--generate.max_trees_in_flight", "0")
 	case "execute":
 		a = append(a, "--execute.sandbox.seed", strconv.FormatInt(c.Seed, 10), "--execute.sandbox.workers", strconv.Itoa(c.Execute.Sandbox.Workers))
+	}
+	return a
+}
+
+// securityArgs are kc's SASL and TLS settings as flags (none when off). A
+// password given inline travels as a flag too: benchmarks against a secured
+// cluster should use a password file.
+func securityArgs(kc pipeline.KafkaConfig) []string {
+	var a []string
+	add := func(flag, v string) {
+		if v != "" {
+			a = append(a, flag, v)
+		}
+	}
+	s, t := kc.SASL, kc.TLS
+	add("--kafka.sasl.mechanism", s.Mechanism)
+	add("--kafka.sasl.username", s.Username)
+	add("--kafka.sasl.password", s.Password)
+	add("--kafka.sasl.password-file", s.PasswordFile)
+	if t.Enabled {
+		a = append(a, "--kafka.tls.enabled")
+	}
+	add("--kafka.tls.ca-file", t.CAFile)
+	add("--kafka.tls.cert-file", t.CertFile)
+	add("--kafka.tls.key-file", t.KeyFile)
+	add("--kafka.tls.server-name", t.ServerName)
+	if t.InsecureSkipVerify {
+		a = append(a, "--kafka.tls.insecure-skip-verify")
 	}
 	return a
 }

@@ -27,7 +27,7 @@ const headerID = "bench_id"
 // readTopic reads every record of topic, from the first offset of each
 // partition up to its high watermark at the time of the call.
 func readTopic(ctx context.Context, kc pipeline.KafkaConfig, topic string) ([]kafka.Message, error) {
-	d := &kafka.Dialer{ClientID: kc.ClientID, Timeout: 10 * time.Second}
+	d := kc.Dialer()
 	conn, err := d.DialContext(ctx, "tcp", kc.Brokers[0])
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", topic, err)
@@ -301,8 +301,8 @@ func runRaw(ctx context.Context, b *Broker, cat topics.Catalog, p *plan, timeout
 	defer labelSide(ctx, "raw")()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	w := rawWriter(b.Kafka.Brokers)
-	defer w.Close()
+	w := rawWriter(b.Kafka)
+	defer closeRawWriter(w)
 	for i := 0; i < len(p.roots); i += 1000 {
 		if err := w.WriteMessages(ctx, p.roots[i:min(i+1000, len(p.roots))]...); err != nil {
 			return Run{}, fmt.Errorf("raw: seed prompts: %w", err)
@@ -324,7 +324,7 @@ func runRaw(ctx context.Context, b *Broker, cat topics.Catalog, p *plan, timeout
 		wg.Add(1)
 		go func(h hop) {
 			defer wg.Done()
-			if err := runHop(hctx, b.Kafka.Brokers, cat.Prefix+"raw-"+h.name, h); err != nil {
+			if err := runHop(hctx, b.Kafka, cat.Prefix+"raw-"+h.name, h); err != nil {
 				once.Do(func() { hopErr = err; close(stopped) })
 			}
 		}(h)
@@ -340,16 +340,25 @@ func runRaw(ctx context.Context, b *Broker, cat topics.Catalog, p *plan, timeout
 	return res, werr
 }
 
-func rawWriter(brokers []string) *kafka.Writer {
-	return &kafka.Writer{Addr: kafka.TCP(brokers...), Balancer: kafka.Murmur2Balancer{},
+// rawWriter is a plain kafka-go writer on kc's transport (TLS, SASL); the
+// caller closes it with closeRawWriter.
+func rawWriter(kc pipeline.KafkaConfig) *kafka.Writer {
+	return &kafka.Writer{Addr: kafka.TCP(kc.Brokers...), Balancer: kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll, BatchSize: 1000, BatchTimeout: 2 * time.Millisecond,
-		BatchBytes: topics.DefaultMaxMessageBytes + 1<<20, AllowAutoTopicCreation: true}
+		BatchBytes: topics.DefaultMaxMessageBytes + 1<<20, AllowAutoTopicCreation: true,
+		Transport: kc.Transport()}
+}
+
+// closeRawWriter closes w and its transport's connections.
+func closeRawWriter(w *kafka.Writer) {
+	_ = w.Close()
+	w.Transport.(*kafka.Transport).CloseIdleConnections()
 }
 
 // runHop is one raw stage: fetch a batch (full, or nothing more for 2 ms),
 // write its outputs (acks=all), commit, repeat until ctx ends.
-func runHop(ctx context.Context, brokers []string, group string, h hop) error {
-	rc := kafka.ReaderConfig{Brokers: brokers, GroupID: group, StartOffset: kafka.FirstOffset,
+func runHop(ctx context.Context, kc pipeline.KafkaConfig, group string, h hop) error {
+	rc := kafka.ReaderConfig{Brokers: kc.Brokers, Dialer: kc.Dialer(), GroupID: group, StartOffset: kafka.FirstOffset,
 		MinBytes: 1, MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 250 * time.Millisecond,
 		QueueCapacity: 1000, JoinGroupBackoff: 500 * time.Millisecond}
 	if len(h.inputs) == 1 {
@@ -359,8 +368,8 @@ func runHop(ctx context.Context, brokers []string, group string, h hop) error {
 	}
 	r := kafka.NewReader(rc)
 	defer r.Close()
-	w := rawWriter(brokers)
-	defer w.Close()
+	w := rawWriter(kc)
+	defer closeRawWriter(w)
 	batch := make([]kafka.Message, 0, 1000)
 	for {
 		fctx, cancel := ctx, context.CancelFunc(func() {})

@@ -81,7 +81,9 @@ func Catalog(t testing.TB, brokers []string, partitions int) topics.Catalog {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		client := &kafka.Client{Addr: kafka.TCP(brokers...)}
+		tr := Kafka(brokers).Transport()
+		defer tr.CloseIdleConnections()
+		client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: tr}
 		_, _ = client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: names})
 	})
 	return cat
