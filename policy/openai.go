@@ -16,6 +16,12 @@ import (
 type OpenAIConfig struct {
 	// Client locates the server and sets limits and retries.
 	Client openai.Config `yaml:"client"`
+	// Pool, when it names servers (pool.servers or pool.servers_file),
+	// spreads requests over several servers with adaptive concurrency
+	// limits, prefix-cache affinity per tree and failover (openai.Pool);
+	// client.base_url is then not used, the other client settings apply to
+	// every server.
+	Pool openai.PoolConfig `yaml:"pool"`
 	// API is "chat" (/chat/completions) or "completions" (/completions).
 	API string `yaml:"api"`
 	// Temperature for sampling.
@@ -48,6 +54,7 @@ type OpenAIConfig struct {
 func DefaultOpenAIConfig() OpenAIConfig {
 	return OpenAIConfig{
 		Client:        openai.DefaultConfig(),
+		Pool:          openai.DefaultPoolConfig(),
 		API:           "chat",
 		Temperature:   1.0,
 		TopP:          1.0,
@@ -62,6 +69,11 @@ func (c OpenAIConfig) Validate() error {
 	var errs []error
 	if err := c.Client.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Pool.Enabled() {
+		if err := c.Pool.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.API != "chat" && c.API != "completions" {
 		errs = append(errs, fmt.Errorf("api must be chat or completions, got %q", c.API))
@@ -88,7 +100,11 @@ func (c OpenAIConfig) Validate() error {
 type OpenAI struct {
 	cfg    OpenAIConfig
 	client *openai.Client
-	obs    atomic.Pointer[func(openai.Attempt)]
+	// pool is the server pool (nil: one server, client); api is the one
+	// of the two requests go to.
+	pool *openai.Pool
+	api  sampler
+	obs  atomic.Pointer[func(openai.Attempt)]
 }
 
 // NewOpenAI validates cfg and builds the policy and its client; opts are
@@ -103,11 +119,20 @@ func NewOpenAI(cfg OpenAIConfig, opts ...openai.Option) (*OpenAI, error) {
 			(*f)(a)
 		}
 	})
-	c, err := openai.New(cfg.Client, append([]openai.Option{observe}, opts...)...)
+	copts := append([]openai.Option{observe}, opts...)
+	if cfg.Pool.Enabled() {
+		p, err := openai.NewPool(cfg.Pool, cfg.Client, copts...)
+		if err != nil {
+			return nil, err
+		}
+		o.pool, o.api = p, p
+		return o, nil
+	}
+	c, err := openai.New(cfg.Client, copts...)
 	if err != nil {
 		return nil, err
 	}
-	o.client = c
+	o.client, o.api = c, c
 	return o, nil
 }
 
@@ -116,8 +141,15 @@ func NewOpenAI(cfg OpenAIConfig, opts ...openai.Option) (*OpenAI, error) {
 // to NewOpenAI as an option replaces this hook.
 func (o *OpenAI) ObserveAttempts(f func(openai.Attempt)) { o.obs.Store(&f) }
 
-// Client is the policy's client (for its in-flight count).
-func (o *OpenAI) Client() *openai.Client { return o.client }
+// Client is the policy's client (for its in-flight count); with a pool, the
+// client of one of its servers (openai.Pool.Primary: agent episodes run on
+// it, outside the pool).
+func (o *OpenAI) Client() *openai.Client {
+	if o.pool != nil {
+		return o.pool.Primary()
+	}
+	return o.client
+}
 
 // Name implements Policy.
 func (o *OpenAI) Name() string { return "openai:" + o.cfg.Client.Model }
@@ -143,6 +175,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 		seed := groupSeed(o.cfg.Seed, p.GroupID)
 		s.Seed = &seed
 	}
+	ctx = openai.WithAffinity(ctx, AffinityKey(p))
 	var res *openai.Result
 	var err error
 	promptText := p.Text
@@ -157,7 +190,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 			}
 			msgs = append(msgs, openai.Message{Role: "user", Content: p.Text})
 		}
-		res, err = o.client.Chat(ctx, openai.ChatRequest{Messages: msgs, Sampling: s})
+		res, err = o.api.Chat(ctx, openai.ChatRequest{Messages: msgs, Sampling: s})
 	} else {
 		if promptText == "" {
 			var parts []string
@@ -166,7 +199,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 			}
 			promptText = strings.Join(parts, "\n\n")
 		}
-		res, err = o.client.Complete(ctx, openai.CompletionRequest{Prompt: promptText, Sampling: s})
+		res, err = o.api.Complete(ctx, openai.CompletionRequest{Prompt: promptText, Sampling: s})
 	}
 	var out []Sample
 	if res != nil {
@@ -175,7 +208,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 			promptIDs = p.TokenIDs
 		}
 		if promptIDs == nil && o.cfg.TokenizeFallback && len(res.Choices) > 0 {
-			promptIDs, _ = o.client.Tokenize(ctx, promptText)
+			promptIDs, _ = o.api.Tokenize(ctx, promptText)
 		}
 		for _, c := range res.Choices {
 			smp := Sample{
@@ -183,7 +216,7 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 				TokenIDs: c.TokenIDs, Logprobs: c.Logprobs, FinishReason: c.FinishReason,
 			}
 			if smp.TokenIDs == nil && o.cfg.TokenizeFallback {
-				smp.TokenIDs, _ = o.client.Tokenize(ctx, c.Text)
+				smp.TokenIDs, _ = o.api.Tokenize(ctx, c.Text)
 			}
 			if len(smp.Logprobs) != len(smp.TokenIDs) {
 				smp.Logprobs = nil

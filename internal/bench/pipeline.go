@@ -37,6 +37,8 @@ type Run struct {
 	// Stages holds, per runtime stage, records consumed and the mean
 	// handler time (a pipeline run only).
 	Stages []StageStat
+	// reg is the pipeline runtime's registry (a pipeline run only).
+	reg *prometheus.Registry
 }
 
 // StageStat is one runtime stage's share of a pipeline run.
@@ -179,6 +181,7 @@ func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, e
 	}
 	res.Wall = w.last.Sub(start)
 	res.Stages = stageStats(rt.Registry())
+	res.reg = rt.Registry()
 	return res, werr
 }
 

@@ -74,6 +74,7 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 		now: time.Now, instance: cfg.instanceID()}
 	s.slots = newSharedSlots(cfg.Concurrency, cfg.BackfillShare, time.Now,
 		func(class int) { m.Started.WithLabelValues(className(class)).Inc() })
+	s.watchPolicy(reg)
 	s.adm = newAdmission(cfg.MaxTreesInFlight, cfg.TreeTTL, func() time.Time { return s.now() },
 		func(n int) { m.TreesInFlight.Set(float64(n)) }).withShare(cfg.BackfillShare)
 	var o options

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+
+	"github.com/spf13/cobra"
+
+	"github.com/murphy-rl/murphy/internal/bench"
+	"github.com/murphy-rl/murphy/topics"
+)
+
+// newBenchSaturationCmd is `murphy bench saturation`; cfg and opt are the
+// bench command's persistent settings (broker, tasks, partitions, seed...).
+func newBenchSaturationCmd(cfg *bench.Config, opt *benchOptions) *cobra.Command {
+	sc := bench.DefaultSaturationConfig()
+	cmd := &cobra.Command{
+		Use:   "saturation",
+		Short: "Pipeline samples/s through the server pool against the inference servers' own maximum (target >= 0.9)",
+		Long: `Starts --servers fake OpenAI-compatible servers of a fixed capacity (continuous
+batching: --max-seqs sequences decoded at once, each --tokens tokens at
+--token-rate tokens/s, the rest queued), measures each one's greatest
+throughput by driving it directly with exactly --max-seqs requests in flight,
+then runs the whole pipeline (execute's sandbox replaced by the benchmark
+verdict) with the OpenAI policy over a pool of those servers: generate's
+scheduler, the pool's adaptive per-server limits and tree affinity. Prints
+pipeline samples/s over the servers' summed direct throughput.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := *cfg
+			if opt.Embedded {
+				c.Brokers = nil
+			}
+			if err := c.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if err := sc.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			stderr := cmd.ErrOrStderr()
+			ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format, Kinds: []string{topics.KindPythonFunction, topics.KindStdio}}, stderr)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if len(ts) == 0 {
+				return &exitError{code: 2, err: errors.New("bench: no tasks")}
+			}
+			if opt.CPUProfile != "" {
+				f, err := os.Create(opt.CPUProfile)
+				if err != nil {
+					return &exitError{code: 2, err: err}
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			b, err := bench.OpenBroker(c.Brokers, c.Partitions)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			res, err := bench.Saturation(cmd.Context(), b, c, sc, ts, stderr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res)
+			if opt.Check && res.Ratio() < bench.SaturationTarget {
+				return &exitError{code: 1, err: fmt.Errorf("bench: saturation %.2f < %.1f", res.Ratio(), bench.SaturationTarget)}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&sc.Servers, "servers", sc.Servers, "fake inference servers")
+	f.IntVar(&sc.MaxSeqs, "max-seqs", sc.MaxSeqs, "sequences each server decodes at once")
+	f.IntVar(&sc.Tokens, "tokens", sc.Tokens, "tokens of every response")
+	f.Float64Var(&sc.TokenRate, "token-rate", sc.TokenRate, "tokens/s of each sequence")
+	f.IntVar(&sc.TreesPerTask, "saturation-trees-per-task", sc.TreesPerTask, "trees per task of the pipeline run")
+	f.DurationVar(&sc.Baseline, "baseline", sc.Baseline, "how long each server is driven directly")
+	f.IntVar(&sc.Concurrency, "concurrency", sc.Concurrency, "generate's concurrency (an upper bound: the slots follow the pool's capacity)")
+	return cmd
+}
