@@ -68,8 +68,8 @@ var descriptors = [...]Descriptor{
 	{
 		Name:    "generate",
 		Inputs:  []topics.Name{topics.Prompts, topics.BackfillPrompts, topics.Refinements},
-		Reads:   []topics.Name{topics.Completions, topics.Tasks},
-		Outputs: []topics.Name{topics.Candidates},
+		Reads:   []topics.Name{topics.Completions, topics.Tasks, topics.PolicyVersions, topics.TrainerProgressTopic, topics.Admissions},
+		Outputs: []topics.Name{topics.Candidates, topics.Admissions},
 		Section: func(c *Configs) Validator { return &c.Generate },
 		Build: func(ctx context.Context, w Wiring) (func(), error) {
 			release := func() {}
@@ -93,6 +93,7 @@ var descriptors = [...]Descriptor{
 					return nil, err
 				}
 			}
+			st.Follow(ctx, w.Kafka)
 			return release, nil
 		},
 		MemoryBudgetMB: stateless,

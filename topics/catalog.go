@@ -29,11 +29,23 @@ const (
 	Completions Name = "completions"
 	Batches     Name = "batches"
 	DLQ         Name = "dlq"
+	// PolicyVersions (compacted, key: the version number) holds every
+	// policy version a trainer published; generate follows the newest.
+	PolicyVersions Name = "policy-versions"
+	// TrainerProgressTopic (compacted, key: trainer id / rank) holds each
+	// trainer rank's latest progress: its version, staleness bound and the
+	// credited positions it consumed; generate's staleness bound reads it.
+	TrainerProgressTopic Name = "trainer-progress"
+	// Admissions holds one small record per tree a generate process
+	// admitted under the staleness bound, keyed by tree id, so that every
+	// generate process counts the trees in flight of all of them.
+	Admissions Name = "admissions"
 )
 
 // All lists every topic in dataflow order (a fresh slice).
 func All() []Name {
-	return []Name{Tasks, Prompts, BackfillPrompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ}
+	return []Name{Tasks, Prompts, BackfillPrompts, Refinements, Candidates, Executions, Samples, Credited, Completions, Batches, DLQ,
+		PolicyVersions, TrainerProgressTopic, Admissions}
 }
 
 // Spec describes how a topic is created.
@@ -95,6 +107,12 @@ func (c Catalog) Spec(n Name) Spec {
 		s.Key = "task_id"
 	case DLQ:
 		s.Key = "source key"
+	case PolicyVersions:
+		s.Compacted = true
+		s.Key = "version"
+	case TrainerProgressTopic:
+		s.Compacted = true
+		s.Key = "trainer_id/rank"
 	}
 	return s
 }

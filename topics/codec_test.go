@@ -199,3 +199,27 @@ func TestCompletionRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodePythonProgressAndVersion decodes the records the Python
+// reader's progress module writes (python/murphy_reader/progress.py).
+func TestDecodePythonProgressAndVersion(t *testing.T) {
+	var p TrainerProgress
+	b := []byte(`{"schema_version": 2, "trainer_id": "a", "rank": 0, "group_id": "g", "policy_version": 4, "trees_per_version": 4, "consumed": {"0": 103, "1": 15}, "trees_consumed": 12, "rows_dropped": {"stale": 9, "duplicate_batch": 5}, "updated_at": "2026-12-01T18:00:00.123456Z", "max_staleness": 1}`)
+	if err := Decode(b, &p); err != nil || p.MaxStaleness == nil || *p.MaxStaleness != 1 || p.Consumed["0"] != 103 || p.UpdatedAt.IsZero() {
+		t.Fatalf("%+v: %v", p, err)
+	}
+	var u TrainerProgress
+	if err := Decode([]byte(`{"schema_version": 2, "trainer_id": "b", "rank": 0, "policy_version": 1, "trees_per_version": 1, "consumed": {}, "updated_at": "2026-12-01T18:00:00Z"}`), &u); err != nil || u.MaxStaleness != nil {
+		t.Fatalf("unbounded: %+v: %v", u, err)
+	}
+	if err := Decode([]byte(`{"schema_version": 2, "trainer_id": "c", "max_staleness": 1, "trees_per_version": 0, "updated_at": "2026-12-01T18:00:00Z"}`), &u); err == nil {
+		t.Fatal("bounded progress without trees_per_version accepted")
+	}
+	var v PolicyVersion
+	if err := Decode([]byte(`{"schema_version": 2, "version": 3, "model": "run-v3", "adapter": "", "checkpoint_uri": "/ckpt/3", "trainer_id": "", "created_at": "2026-12-01T18:00:00.5Z"}`), &v); err != nil || v.Model != "run-v3" {
+		t.Fatalf("%+v: %v", v, err)
+	}
+	if err := Decode([]byte(`{"schema_version": 2, "version": 3, "model": " ", "created_at": "2026-12-01T18:00:00Z"}`), &v); err == nil {
+		t.Fatal("version without a model accepted")
+	}
+}

@@ -229,8 +229,12 @@ type Prompt struct {
 	// ("" for root prompts); policies may condition on it.
 	Feedback string `json:"feedback,omitempty"`
 	// ParentCode is the failed program being refined ("" for root prompts).
-	ParentCode string    `json:"parent_code,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	ParentCode string `json:"parent_code,omitempty"`
+	// PolicyVersion is the policy version the tree's parent node was
+	// generated at (0 for root prompts and from builds that predate it);
+	// generate finishes a tree on its version (VERSIONS.md).
+	PolicyVersion int64     `json:"policy_version,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // Candidate is one sampled response: a node of the tree.

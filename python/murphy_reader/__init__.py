@@ -7,6 +7,8 @@ turn a batch into padded trainer tensors.
 """
 
 from .batch import (
+    DROP_DUPLICATE,
+    DROP_STALE,
     Batch,
     BatchRange,
     Deduper,
@@ -15,6 +17,7 @@ from .batch import (
     parse_batch_id,
     ranks_partitions,
     read_stream,
+    staleness,
 )
 from .files import FileBatchReader, list_files, read_file
 from .schema import SCHEMA_VERSION, SchemaVersionError, check_schema, expected_schema
@@ -27,10 +30,20 @@ def __getattr__(name: str):
         from .kafka import KafkaBatchReader
 
         return KafkaBatchReader
+    if name in ("ProgressPublisher", "publish_version", "version_record"):
+        from . import progress
+
+        return getattr(progress, name)
     raise AttributeError(name)
 
 
 __all__ = [
+    "DROP_DUPLICATE",
+    "DROP_STALE",
+    "ProgressPublisher",
+    "publish_version",
+    "staleness",
+    "version_record",
     "SCHEMA_VERSION",
     "Batch",
     "BatchRange",

@@ -92,8 +92,20 @@ def current_version(v: PolicyVersion) -> int:
     return int(v() if callable(v) else v)
 
 
+def staleness(rb: pa.RecordBatch, policy_version: int) -> list[int]:
+    """Each row's staleness: the trainer's current version minus the row's
+    policy_version (negative for a row newer than the trainer)."""
+    return [policy_version - v for v in rb.column(rb.schema.get_field_index("policy_version")).to_pylist()]
+
+
+# Reasons a reader drops rows (Reader.dropped_rows keys).
+DROP_STALE = "stale"
+DROP_DUPLICATE = "duplicate_batch"
+
+
 def filter_staleness(rb: pa.RecordBatch, policy_version: int, max_staleness: int) -> pa.RecordBatch:
-    """Keep the rows sampled at most max_staleness policy versions ago."""
+    """Keep the rows sampled at most max_staleness policy versions ago
+    (staleness = policy_version - the row's policy_version <= max_staleness)."""
     col = rb.column(rb.schema.get_field_index("policy_version"))
     keep = pc.greater_equal(col, pa.scalar(policy_version - max_staleness, pa.int64()))
     if pc.all(keep).as_py():

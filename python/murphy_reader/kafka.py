@@ -13,13 +13,17 @@ import time
 from typing import Any, Iterator, Optional
 
 from .batch import (
+    DROP_DUPLICATE,
+    DROP_STALE,
     Batch,
     Deduper,
     PolicyVersion,
     current_version,
     filter_staleness,
+    parse_batch_id,
     ranks_partitions,
     read_stream,
+    staleness,
 )
 
 
@@ -72,7 +76,16 @@ class KafkaBatchReader:
         self._max_staleness = max_staleness
         self._dedupe = Deduper()
         self._pending: dict[int, int] = {}
-        self.filtered_rows = 0
+        # Rows dropped, per reason (DROP_STALE, DROP_DUPLICATE).
+        self.dropped_rows: dict[str, int] = {DROP_STALE: 0, DROP_DUPLICATE: 0}
+        # Credited partition -> next credited offset consumed (batches
+        # yielded or dropped): what ProgressPublisher reports.
+        self.consumed: dict[int, int] = {}
+        self._consumed_pending: dict[int, int] = {}
+        self.trees_consumed = 0
+        # Staleness (trainer version - row version) -> rows yielded, with
+        # policy_version set: the staleness histogram of trained rows.
+        self.staleness_rows: dict[int, int] = {}
         md = self._consumer.list_topics(topic, timeout=metadata_timeout)
         tmd = md.topics.get(topic)
         if tmd is None or tmd.error is not None or not tmd.partitions:
@@ -108,15 +121,36 @@ class KafkaBatchReader:
             if batch is not None:
                 return batch
 
+    @property
+    def filtered_rows(self) -> int:
+        """Rows dropped as too stale (dropped_rows["stale"])."""
+        return self.dropped_rows[DROP_STALE]
+
+    def _consume(self, batch_id: str, headers: dict[str, str]) -> None:
+        # Record the credited range the batch covers, trained or dropped.
+        try:
+            if "source_partition" in headers and "last_offset" in headers:
+                part, last = int(headers["source_partition"]), int(headers["last_offset"])
+            else:
+                r = parse_batch_id(batch_id)
+                part, last = r.partition, r.last
+        except ValueError:
+            return
+        if last + 1 > self._consumed_pending.get(part, 0):
+            self._consumed_pending[part] = last + 1
+        self.trees_consumed += int(headers.get("trees", "0") or 0)
+
     def _decode(self, msg: Any, headers: dict[str, str]) -> Optional[Batch]:
         batch_id = headers.get("batch_id", "")
         if batch_id and self._dedupe.seen(batch_id):
+            self.dropped_rows[DROP_DUPLICATE] += int(headers.get("rows", "0") or 0)
             return None
         if self._max_staleness is not None and "max_policy_version" in headers:
             # The whole batch is too old: skip it without decoding.
             cur = current_version(self._policy_version)
             if int(headers["max_policy_version"]) < cur - self._max_staleness:
-                self.filtered_rows += int(headers.get("rows", "0"))
+                self.dropped_rows[DROP_STALE] += int(headers.get("rows", "0"))
+                self._consume(batch_id, headers)
                 return None
         rb, cfg = read_stream(msg.value())
         if not batch_id:
@@ -124,13 +158,18 @@ class KafkaBatchReader:
 
             batch_id = batch_id_of(rb)
             if self._dedupe.seen(batch_id):
+                self.dropped_rows[DROP_DUPLICATE] += rb.num_rows
                 return None
+        self._consume(batch_id, headers)
         if self._max_staleness is not None:
             kept = filter_staleness(rb, current_version(self._policy_version), self._max_staleness)
-            self.filtered_rows += rb.num_rows - kept.num_rows
+            self.dropped_rows[DROP_STALE] += rb.num_rows - kept.num_rows
             rb = kept
             if rb.num_rows == 0:
                 return None
+        if self._policy_version is not None:
+            for s in staleness(rb, current_version(self._policy_version)):
+                self.staleness_rows[s] = self.staleness_rows.get(s, 0) + 1
         return Batch(batch_id, rb, cfg, (msg.topic(), msg.partition(), msg.offset()), headers)
 
     def __iter__(self) -> Iterator[Batch]:
@@ -161,6 +200,9 @@ class KafkaBatchReader:
         if self._pending:
             self._consumer.commit(asynchronous=False)
             self._pending.clear()
+        for part, off in self._consumed_pending.items():
+            if off > self.consumed.get(part, 0):
+                self.consumed[part] = off
 
     def close(self) -> None:
         self._consumer.close()

@@ -76,6 +76,11 @@ type Config struct {
 	// Episodes configures agent episodes for compile-fix tasks
 	// (episode.go): off by default.
 	Episodes EpisodesConfig `yaml:"episodes"`
+	// Versions follows the policy-versions topic (VERSIONS.md): off by default.
+	Versions VersionsConfig `yaml:"versions"`
+	// Staleness bounds generation to the trainers' max_staleness
+	// (VERSIONS.md): off by default.
+	Staleness StalenessConfig `yaml:"staleness"`
 }
 
 // DefaultConfig is the simulated policy with a cap of 256 trees in flight.
@@ -93,6 +98,8 @@ func DefaultConfig() Config {
 		TreeTTL:          30 * time.Minute,
 		TaskWait:         tasks.DefaultTaskWait,
 		Episodes:         DefaultEpisodesConfig(),
+		Versions:         DefaultVersionsConfig(),
+		Staleness:        DefaultStalenessConfig(),
 	}
 }
 
@@ -127,6 +134,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("task_wait must be >= 0, got %s", c.TaskWait))
 	}
 	if err := c.Episodes.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Versions.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Staleness.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Episodes.Enabled && c.Policy.Kind == PolicyOpenAI && c.Policy.OpenAI.Client.TokenizePath == "" {

@@ -184,6 +184,15 @@ type Option func(*options)
 
 type options struct {
 	episodes *Episodes
+	models   func(model string) (policy.Policy, error)
+}
+
+// WithModelPolicies gives the policy of each served model name when the
+// stage follows policy versions (versions.follow); without it a stage
+// built by NewStage with the openai policy builds one client per model and
+// any other policy is used as is for every version.
+func WithModelPolicies(f func(model string) (policy.Policy, error)) Option {
+	return func(o *options) { o.models = f }
 }
 
 // WithEpisodes gives the stage what episodes run on; it is required when

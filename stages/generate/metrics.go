@@ -44,6 +44,33 @@ type Metrics struct {
 	HeldBack prometheus.Counter
 	// Completions counts completed trees that released a slot.
 	Completions prometheus.Counter
+
+	// Policy versions and the staleness bound (VERSIONS.md).
+	// VersionServed is the version new trees start at; VersionNewest the
+	// newest published (above VersionServed while a load fails).
+	VersionServed prometheus.Gauge
+	VersionNewest prometheus.Gauge
+	// VersionChanges counts versions served; VersionLoads load hook
+	// outcomes (ok, failed); VersionLoadSeconds the hook's time.
+	VersionChanges     prometheus.Counter
+	VersionLoads       *prometheus.CounterVec
+	VersionLoadSeconds prometheus.Histogram
+	// VersionsInFlight is the number of distinct versions among the trees
+	// in flight (every process's); InFlightVersionLag the served version
+	// minus the oldest in flight; BoundTreesInFlight those trees.
+	VersionsInFlight   prometheus.Gauge
+	InFlightVersionLag prometheus.Gauge
+	BoundTreesInFlight prometheus.Gauge
+	// VersionsAhead is how many versions generation is ahead of each
+	// bounded trainer; TrainerBacklog the same in trees.
+	VersionsAhead  *prometheus.GaugeVec
+	TrainerBacklog *prometheus.GaugeVec
+	// TrainersBounding is the number of trainers whose bound applies now.
+	TrainersBounding prometheus.Gauge
+	// HeldBackStale counts root prompts that waited for the staleness bound.
+	HeldBackStale prometheus.Counter
+	// Restarts counts stale refinements closed by in_flight=restart.
+	Restarts prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -81,9 +108,38 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Completions: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_tree_completions_total",
 			Help: "Completed trees that released a slot.", ConstLabels: l}),
 	}
+	m.VersionServed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_policy_version",
+		Help: "Policy version new trees start at.", ConstLabels: l})
+	m.VersionNewest = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_policy_version_newest",
+		Help: "Newest policy version published.", ConstLabels: l})
+	m.VersionChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_version_changes_total",
+		Help: "Policy versions served.", ConstLabels: l})
+	m.VersionLoads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_version_loads_total",
+		Help: "Load hook calls, by result (ok, failed).", ConstLabels: l}, []string{"result"})
+	m.VersionLoadSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_version_load_seconds",
+		Help: "Time of the load hook for one version.", ConstLabels: l, Buckets: prometheus.ExponentialBuckets(0.01, 3, 10)})
+	m.VersionsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_versions_in_flight",
+		Help: "Distinct policy versions among the trees in flight.", ConstLabels: l})
+	m.InFlightVersionLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_in_flight_version_lag",
+		Help: "Served version minus the oldest version of a tree in flight.", ConstLabels: l})
+	m.BoundTreesInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_bound_trees_in_flight",
+		Help: "Trees in flight of every generate process, as the staleness bound counts them.", ConstLabels: l})
+	m.VersionsAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "murphy_generate_versions_ahead",
+		Help: "Versions generation is ahead of a bounded trainer.", ConstLabels: l}, []string{"trainer"})
+	m.TrainerBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "murphy_generate_trainer_backlog_trees",
+		Help: "Trees admitted or credited and not yet consumed by a bounded trainer.", ConstLabels: l}, []string{"trainer"})
+	m.TrainersBounding = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_trainers_bounding",
+		Help: "Trainers whose staleness bound applies now.", ConstLabels: l})
+	m.HeldBackStale = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_staleness_total",
+		Help: "Root prompts that waited for the staleness bound.", ConstLabels: l})
+	m.Restarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_stale_refinements_total",
+		Help: "Refinements of trees older than the served version closed (in_flight=restart).", ConstLabels: l})
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.Prompts, m.Started, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
-			m.RequestLatency, m.Retries, m.Failures, m.InFlight, m.TreesInFlight, m.HeldBack, m.Completions} {
+			m.RequestLatency, m.Retries, m.Failures, m.InFlight, m.TreesInFlight, m.HeldBack, m.Completions,
+			m.VersionServed, m.VersionNewest, m.VersionChanges, m.VersionLoads, m.VersionLoadSeconds, m.VersionsInFlight,
+			m.InFlightVersionLag, m.BoundTreesInFlight, m.VersionsAhead, m.TrainerBacklog, m.TrainersBounding,
+			m.HeldBackStale, m.Restarts} {
 			reg.MustRegister(c)
 		}
 	}

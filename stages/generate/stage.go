@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/murphy-rl/murphy/episode"
@@ -33,6 +34,12 @@ type Stage struct {
 	instance string
 	// ep runs agent episodes for compile-fix tasks (nil: off).
 	ep *episodes
+	// vers follows policy versions (nil: versions.follow off); mods is
+	// the policy of each model name (nil: s.pol for every version).
+	vers *versions
+	mods *policies
+	// bnd is the staleness bound (nil: staleness.enabled off).
+	bnd *bound
 }
 
 // NewStage builds the policy cfg.Policy selects and the stage around it.
@@ -43,6 +50,14 @@ func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.
 	pol, err := NewPolicy(cfg.Policy)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Policy.Kind == PolicyOpenAI && cfg.Versions.Follow {
+		oc := cfg.Policy.OpenAI
+		opts = append([]Option{WithModelPolicies(func(model string) (policy.Policy, error) {
+			c := oc
+			c.Client.Model = model
+			return policy.NewOpenAI(c)
+		})}, opts...)
 	}
 	return NewStageWithPolicy(cfg, pol, lookup, cat, reg, opts...)
 }
@@ -84,6 +99,28 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	if err := s.setupEpisodes(o, reg); err != nil {
 		return nil, err
 	}
+	if cfg.Versions.Follow {
+		ld, err := newLoader(cfg.Versions.Load, loadBaseURL(cfg, pol))
+		if err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+		s.vers = newVersions(ld, cfg.Versions.RetryInterval, m)
+		s.vers.now = func() time.Time { return s.now() }
+		if o.models != nil {
+			s.mods = &policies{build: func(model string) (policy.Policy, error) {
+				p, err := o.models(model)
+				if err == nil {
+					if ob, ok := p.(interface{ ObserveAttempts(func(openai.Attempt)) }); ok {
+						ob.ObserveAttempts(m.ObserveAttempt)
+					}
+				}
+				return p, err
+			}}
+		}
+	}
+	if cfg.Staleness.Enabled {
+		s.bnd = newBound(cfg.Staleness.ProgressTTL, cfg.TreeTTL, func() time.Time { return s.now() })
+	}
 	return s, nil
 }
 
@@ -114,16 +151,23 @@ func (s *Stage) Specs() []pipeline.Stage {
 		{Name: "generate-backfill", Inputs: []string{s.cat.Topic(topics.BackfillPrompts)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
 		{Name: "generate-refinements", Inputs: []string{s.cat.Topic(topics.Refinements)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
 	}
-	if s.cfg.MaxTreesInFlight > 0 {
+	if s.cfg.MaxTreesInFlight > 0 || s.bnd != nil {
+		in := []string{s.cat.Topic(topics.Completions)}
+		if s.bnd != nil {
+			in = append(in, s.cat.Topic(topics.Admissions))
+		}
 		specs = append(specs, pipeline.Stage{Name: "generate-completions-" + s.instance,
-			Inputs: []string{s.cat.Topic(topics.Completions)}, Handler: s.HandleCompletion})
+			Inputs: in, Handler: s.HandleCompletion})
 	}
 	return specs
 }
 
 // HandleCompletion releases the slot of the tree a completion names (its
 // key); the value is not read.
-func (s *Stage) HandleCompletion(_ context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+func (s *Stage) HandleCompletion(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
+	if rec.Topic != "" && rec.Topic == s.cat.Topic(topics.Admissions) {
+		return s.HandleAdmission(ctx, rec)
+	}
 	s.TreeDone(string(rec.Key))
 	return nil, nil
 }
@@ -132,6 +176,10 @@ func (s *Stage) HandleCompletion(_ context.Context, rec pipeline.Record) ([]pipe
 func (s *Stage) TreeDone(treeID string) {
 	if s.adm.done(treeID) {
 		s.m.Completions.Inc()
+	}
+	if s.bnd != nil {
+		s.bnd.completed(treeID)
+		s.updateBoundMetrics()
 	}
 }
 
@@ -152,9 +200,21 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	if p.ParentID != "" {
 		prio, kind = prioRefinement, "refinement"
 		s.adm.touch(p.TreeID)
-	} else if err := s.admit(ctx, p.TreeID, streamOf(prio)); err != nil {
-		return nil, pipeline.Transient(err)
+		if s.staleRefinement(&p) {
+			return s.restartTree(ctx, &p)
+		}
+	} else {
+		if s.bnd != nil {
+			if err := s.bnd.wait(ctx, p.TreeID, s.servedVersion, s.m.HeldBackStale.Inc); err != nil {
+				return nil, pipeline.Transient(err)
+			}
+			s.updateBoundMetrics()
+		}
+		if err := s.admit(ctx, p.TreeID, streamOf(prio)); err != nil {
+			return nil, pipeline.Transient(err)
+		}
 	}
+	s.chooseVersion(&p)
 	g, err := s.slots.acquire(ctx, prio)
 	if err != nil {
 		return nil, pipeline.Transient(err)
@@ -185,6 +245,14 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 		}
 		outs = append(outs, pipeline.Out{Topic: topic, Key: c.TreeID, Value: b})
 		s.count(c)
+	}
+	if s.bnd != nil && p.ParentID == "" {
+		b, err := topics.Encode(&topics.Admission{SchemaVersion: topics.SchemaVersion, TreeID: p.TreeID,
+			PolicyVersion: p.PolicyVersion, Instance: s.instance, AdmittedAt: s.now().UTC()})
+		if err != nil {
+			return nil, fmt.Errorf("generate: encode admission %s: %w", p.TreeID, err)
+		}
+		outs = append(outs, pipeline.Out{Topic: s.cat.Topic(topics.Admissions), Key: p.TreeID, Value: b})
 	}
 	return outs, nil
 }
@@ -227,14 +295,18 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 			return s.generateEpisodes(ctx, p, t, ids)
 		}
 	}
+	pol, err := s.versionedPolicy(p)
+	if err != nil {
+		return nil, fmt.Errorf("generate: policy for version %d: %w", p.PolicyVersion, err)
+	}
 	start := time.Now()
-	samples, perr := s.pol.Generate(ctx, req)
+	samples, perr := pol.Generate(ctx, req)
 	s.m.observeCall(time.Since(start))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if perr == nil && len(samples) < len(ids) {
-		perr = fmt.Errorf("policy %s returned %d of %d samples", s.pol.Name(), len(samples), len(ids))
+		perr = fmt.Errorf("policy %s returned %d of %d samples", pol.Name(), len(samples), len(ids))
 	}
 	cause := topics.InfraInference
 	if errors.Is(perr, policy.ErrContextOverflow) {
@@ -244,6 +316,7 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 	out := make([]*topics.Candidate, len(ids))
 	for i, id := range ids {
 		c := s.newCandidate(p, id, i, now)
+		c.Policy = pol.Name() // the version's model, not the configured one
 		if i < len(samples) {
 			smp := samples[i]
 			c.ResponseText, c.Code, c.FinishReason = smp.Text, smp.Code, smp.FinishReason
@@ -275,7 +348,7 @@ func (s *Stage) newCandidate(p *topics.Prompt, id string, i int, now time.Time) 
 		Turn: p.Turn, Index: i, GroupSize: p.GroupSize,
 		PromptText: p.Text, PromptTokenIDs: p.TokenIDs,
 		ResponseTokenIDs: []int32{}, ResponseLogprobs: []float32{},
-		Policy: s.pol.Name(), PolicyVersion: s.pol.Version(), GeneratedAt: now,
+		Policy: s.pol.Name(), PolicyVersion: s.promptVersion(p), GeneratedAt: now,
 	}
 }
 
@@ -289,4 +362,26 @@ func markInfra(c *topics.Candidate, cause string, err error) {
 	c.InfraError = err.Error()
 	c.ResponseText, c.Code, c.FinishReason = "", "", "error"
 	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds, c.ToolSteps = []int32{}, []float32{}, nil, nil
+}
+
+// promptVersion is the version candidates of p record: the one HandlePrompt
+// chose (p.PolicyVersion), or the policy's own when p was not stamped.
+func (s *Stage) promptVersion(p *topics.Prompt) int64 {
+	if s.vers != nil && p.PolicyVersion > 0 {
+		return p.PolicyVersion
+	}
+	if s.vers == nil {
+		return s.pol.Version()
+	}
+	return s.servedVersion()
+}
+
+// loadBaseURL is the server URL the load hook calls by default: the
+// openai policy's base URL without its /v1 suffix.
+func loadBaseURL(cfg Config, pol policy.Policy) string {
+	if o, ok := pol.(*policy.OpenAI); ok && o != nil {
+		u := strings.TrimRight(cfg.Policy.OpenAI.Client.BaseURL, "/")
+		return strings.TrimSuffix(u, "/v1")
+	}
+	return ""
 }

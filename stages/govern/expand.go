@@ -145,6 +145,7 @@ func (r *refiner) Prompt(ex *topics.Execution, task *topics.Task, cause string, 
 		Text:          text,
 		Feedback:      ex.Feedback,
 		ParentCode:    ex.Code,
+		PolicyVersion: ex.PolicyVersion,
 		CreatedAt:     now,
 	}, nil
 }
