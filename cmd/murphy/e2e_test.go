@@ -91,6 +91,8 @@ type deployment struct {
 	logs    string
 	mu      sync.Mutex
 	procs   map[string]*proc
+	// extra holds more flags per stage name (after the defaults: they win).
+	extra map[string][]string
 }
 
 // proc is one running stage process; done closes when it has exited.
@@ -126,7 +128,7 @@ func (d *deployment) args(replica string) []string {
 	case "emit":
 		a = append(a, "--emit.dir", d.out, "--emit.file_max_age", "2s")
 	}
-	return a
+	return append(a, d.extra[name]...)
 }
 
 func (d *deployment) start(replica string) {
