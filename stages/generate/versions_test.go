@@ -366,8 +366,8 @@ func TestBoundWaitReleases(t *testing.T) {
 	s.TreeDone(string(rec.Key))
 	s.SetCreditedEnds(map[int]int64{0: 1})
 	select {
-	case <-done:
-		t.Fatal("admitted before the trainer consumed")
+	case err := <-done:
+		t.Fatalf("admitted before the trainer consumed: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
 	s.ObserveProgress(&topics.TrainerProgress{TrainerID: "a", MaxStaleness: intp(0), TreesPerVersion: 1,
