@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs (Go modules,
 # bubblewrap, the Kafka jars through Maven, Python packages through pip,
-# golangci-lint, headless Chromium), starts a real Apache Kafka 4.4 broker
+# golangci-lint, headless Chromium, promtool), starts a real Apache Kafka 4.4 broker
 # (KRaft, single node; PLAINTEXT, SASL_SSL and mutual-TLS listeners), runs
 # gofmt, go vet and golangci-lint, the Go tests (with -race on the concurrent
 # packages), the Python tests, and stops the broker even on failure.
@@ -22,6 +22,7 @@ bash internal/bench/install-test-deps.sh
 bash python/install-test-deps.sh
 bash openai/install-test-deps.sh
 bash internal/inspect/install-test-deps.sh
+bash deploy/prometheus/install-test-deps.sh   # promtool, in .cache/bin
 go mod download
 # golangci-lint, built from the Go module proxy at a pinned version.
 GOBIN=$root/.cache/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -36,7 +37,7 @@ deploy/kafka/kafka.sh start
 # MURPHY_KAFKA_BROKERS (PLAINTEXT) and the secured listeners' variables
 # (MURPHY_KAFKA_SASL_BROKERS, ..., see deploy/kafka/README.md).
 while IFS= read -r kv; do export "$kv"; done < <(deploy/kafka/kafka.sh env)
-export MURPHY_REQUIRE_PYTHON=1 CI=${CI:-true}
+export MURPHY_REQUIRE_PYTHON=1 MURPHY_REQUIRE_PROMTOOL=1 CI=${CI:-true}
 
 log "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
