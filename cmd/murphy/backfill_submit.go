@@ -23,7 +23,7 @@ func newBackfillSubmitCmd() *cobra.Command {
 	sc.RunID = ""
 	var (
 		manifest, state, prefix string
-		brokers                 []string
+		ks                      *kafkaSettings
 		partitions, jobs        int
 		asJSON, noProgress      bool
 		timeout                 time.Duration
@@ -63,10 +63,8 @@ report to stdout (text, or JSON with --json).`,
 			if err := probe.Validate(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			kcfg := pipeline.DefaultKafkaConfig()
-			kcfg.Brokers = brokers
-			kcfg.ClientID = "murphy-backfill"
-			if err := kcfg.Validate(); err != nil {
+			kcfg, err := ks.config(cmd.Flags(), "murphy-backfill")
+			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
 			m, err := backfill.LoadManifest(manifest)
@@ -128,7 +126,7 @@ report to stdout (text, or JSON with --json).`,
 	f.IntVarP(&jobs, "jobs", "j", 1, "items built at once")
 	f.BoolVar(&asJSON, "json", false, "print the final report as JSON")
 	f.BoolVar(&noProgress, "no-progress", false, "no progress bar: one line per item on stderr")
-	f.StringSliceVar(&brokers, "brokers", brokersDefault(), "Kafka bootstrap brokers (env MURPHY_BROKERS)")
+	ks = addKafkaFlags(f)
 	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
 	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by the job")
 	f.DurationVar(&timeout, "timeout", 0, "stop after this long (0 = none; a rerun resumes)")

@@ -22,7 +22,7 @@ func newSubmitCmd() *cobra.Command {
 	cfg.RunID = ""
 	var (
 		file, format, prefix string
-		brokers              []string
+		ks                   *kafkaSettings
 		partitions           int
 		timeout              time.Duration
 		calibrated           = true
@@ -50,9 +50,10 @@ reported with its line number and skipped; the other tasks still go.`,
 			if err := cat.Validate(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			kcfg := pipeline.DefaultKafkaConfig()
-			kcfg.Brokers = brokers
-			kcfg.ClientID = "murphy-submit"
+			kcfg, err := ks.config(cmd.Flags(), "murphy-submit")
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("submit: %w", err)}
+			}
 			ts, lineErrs, err := tasks.Load(file, format)
 			if err != nil {
 				return fmt.Errorf("submit: %w", err)
@@ -93,12 +94,49 @@ reported with its line number and skipped; the other tasks still go.`,
 	f.StringVar(&file, "tasks", "", "task file (JSONL, JSONL.gz or JSON array)")
 	f.StringVar(&format, "format", "", "task format: "+strings.Join(tasks.Formats(), ", ")+" (default: detected)")
 	addTreeFlags(f, &cfg, "run-<UTC time>")
-	f.StringSliceVar(&brokers, "brokers", brokersDefault(), "Kafka bootstrap brokers (env MURPHY_BROKERS)")
+	ks = addKafkaFlags(f)
 	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
 	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by submit")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "give up publishing after this long")
 	f.BoolVar(&calibrated, "calibrate", calibrated, "derive each task's CPU time limit from its reference in a local sandbox pool before publishing (as murphy run); needs root and bubblewrap")
 	return cmd
+}
+
+// kafkaSettings are the Kafka client settings of a publishing command
+// (murphy submit, murphy backfill submit): the kafka.* settings every
+// stage takes (brokers, SASL, TLS), from --config, MURPHY_KAFKA__* and
+// --kafka.* flags, with --brokers kept as the short form of
+// --kafka.brokers.
+type kafkaSettings struct {
+	Kafka   pipeline.KafkaConfig `yaml:"kafka"`
+	path    string
+	brokers []string
+}
+
+// addKafkaFlags registers --config, --brokers and the kafka.* flags.
+func addKafkaFlags(f *pflag.FlagSet) *kafkaSettings {
+	s := &kafkaSettings{Kafka: pipeline.DefaultKafkaConfig()}
+	f.StringVar(&s.path, "config", "", "YAML configuration file: its kafka section (brokers, sasl, tls) is used")
+	f.StringSliceVar(&s.brokers, "brokers", brokersDefault(), "Kafka bootstrap brokers (env MURPHY_BROKERS; the short form of --kafka.brokers)")
+	walkPrefix(f, "kafka.", &s.Kafka)
+	return s
+}
+
+// config resolves the settings (defaults, file, environment, flags) into
+// a validated KafkaConfig named clientID.
+func (s *kafkaSettings) config(f *pflag.FlagSet, clientID string) (pipeline.KafkaConfig, error) {
+	if err := loadConfig(f, s.path, s); err != nil {
+		return pipeline.KafkaConfig{}, err
+	}
+	kc := s.Kafka
+	if f.Changed("brokers") || (!f.Changed("kafka.brokers") && os.Getenv("MURPHY_BROKERS") != "") {
+		kc.Brokers = s.brokers
+	}
+	kc.ClientID = clientID
+	if err := kc.Validate(); err != nil {
+		return pipeline.KafkaConfig{}, err
+	}
+	return kc, nil
 }
 
 // addTreeFlags registers the flags of the trees a submission starts (G,
