@@ -152,9 +152,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=0, help="give up (exit 1) after this many seconds (0: never)")
     ap.add_argument("--wait-topics", type=float, default=60, help="seconds to wait for the topics to exist")
     ap.add_argument("--log-json", help="append one JSON object per event to this file")
+    ap.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a librdkafka setting for every client, repeatable: a secured cluster takes "
+                         "security.protocol=SASL_SSL, sasl.mechanisms=SCRAM-SHA-512, sasl.username=..., "
+                         "sasl.password=..., ssl.ca.location=ca.crt (and ssl.certificate.location, "
+                         "ssl.key.location for mutual TLS)")
     args = ap.parse_args(argv)
     if args.trees_per_step < 1 or args.steps_per_version < 1:
         ap.error("--trees-per-step and --steps-per-version must be >= 1")
+    kconf: dict[str, Any] = {}
+    for kv in args.kafka_config:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            ap.error(f"--kafka-config {kv!r}: want KEY=VALUE")
+        kconf[key.strip()] = value
 
     from murphy_reader import KafkaBatchReader, ProgressPublisher, publish_version
 
@@ -169,15 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     ckpt_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix=f"{args.trainer_id}-ckpt-")
     deadline = time.monotonic() + args.timeout if args.timeout > 0 else None
 
-    wait_topics(args.brokers, [t_batches, t_versions, t_progress], args.wait_topics, {})
+    wait_topics(args.brokers, [t_batches, t_versions, t_progress], args.wait_topics, kconf)
     model = TinyCausalLM(args.vocab_size, d_model=args.d_model, n_layers=args.layers, n_heads=4,
                          max_len=args.max_length)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     version = args.start_version
     reader = KafkaBatchReader(args.brokers, t_batches, group, policy_version=lambda: version,
-                              max_staleness=eta if eta is not None else 10**9)
+                              max_staleness=eta if eta is not None else 10**9, consumer_config=kconf)
     progress = ProgressPublisher(args.brokers, t_progress, args.trainer_id, max_staleness=eta,
-                                 trees_per_version=k, group_id=group)
+                                 trees_per_version=k, group_id=group, producer_config=kconf)
     # Report before the first batch: generate is bounded from the start.
     progress.publish_reader(version, reader)
     log.event("ready", f"version {version}, eta {eta}, {k} trees per version, group {group}, checkpoints in {ckpt_dir}",
@@ -231,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 os.makedirs(path, exist_ok=True)
                 torch.save(model.state_dict(), os.path.join(path, "model.pt"))
                 publish_version(args.brokers, t_versions, version, name, adapter=name if args.adapter else "",
-                                checkpoint_uri=path, trainer_id=args.trainer_id)
+                                checkpoint_uri=path, trainer_id=args.trainer_id, producer_config=kconf)
                 published += 1
                 last_version, trained_last = version, False
                 log.event("version", f"published {version} as {name} ({path})", version=version, model=name,
