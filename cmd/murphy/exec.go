@@ -232,6 +232,10 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 	enc := json.NewEncoder(w)
 	sum := execSummary{Statuses: map[string]int{}, Skipped: skipped}
 	printed := 0
+	// got[i]: result i was received; a worker wrote results[i] before
+	// sending i, so reading it is ordered after that write (results of
+	// indices not yet received are being written).
+	got := make([]bool, len(sols))
 collect:
 	for range sols {
 		select {
@@ -239,10 +243,11 @@ collect:
 			if i < 0 {
 				break collect
 			}
+			got[i] = true
 		case <-ctx.Done():
 			break collect
 		}
-		for printed < len(sols) && results[printed] != nil {
+		for printed < len(sols) && got[printed] {
 			r := results[printed]
 			if err := enc.Encode(r); err != nil {
 				return err
