@@ -278,6 +278,9 @@ func (s *Stage) generateEpisodes(ctx context.Context, p *topics.Prompt, task *to
 	out := make([]*topics.Candidate, len(ids))
 	for i, id := range ids {
 		out[i] = s.newCandidate(p, id, i, now)
+		// Episodes run on the configured model whatever version is served:
+		// their candidates say so.
+		out[i].Policy, out[i].PolicyVersion = s.pol.Name(), s.pol.Version()
 	}
 	failAll := func(cause string, err error) []*topics.Candidate {
 		for _, c := range out {

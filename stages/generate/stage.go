@@ -364,16 +364,16 @@ func markInfra(c *topics.Candidate, cause string, err error) {
 	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds, c.ToolSteps = []int32{}, []float32{}, nil, nil
 }
 
-// promptVersion is the version candidates of p record: the one HandlePrompt
-// chose (p.PolicyVersion), or the policy's own when p was not stamped.
+// promptVersion is the version candidates of p record. Following
+// versions, it is p's stamp (HandlePrompt's choice), the very version
+// versionedPolicy picks the model by, never the version served when the
+// candidates are made: a version arriving during the call must not
+// relabel what the older model wrote.
 func (s *Stage) promptVersion(p *topics.Prompt) int64 {
-	if s.vers != nil && p.PolicyVersion > 0 {
-		return p.PolicyVersion
-	}
 	if s.vers == nil {
 		return s.pol.Version()
 	}
-	return s.servedVersion()
+	return p.PolicyVersion
 }
 
 // loadBaseURL is the server URL the load hook calls by default: the
