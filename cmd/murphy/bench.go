@@ -113,24 +113,15 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 	if opt.Runs < 1 {
 		return &exitError{code: 2, err: fmt.Errorf("bench: --runs must be >= 1, got %d", opt.Runs)}
 	}
-	ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format, Kinds: []string{topics.KindPythonFunction, topics.KindStdio}}, stderr)
+	ts, err := benchTasks(opt, stderr)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
-	if len(ts) == 0 {
-		return &exitError{code: 2, err: errors.New("bench: no tasks")}
+	stopProfile, err := startCPUProfile(opt.CPUProfile)
+	if err != nil {
+		return err
 	}
-	if opt.CPUProfile != "" {
-		f, err := os.Create(opt.CPUProfile)
-		if err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+	defer stopProfile()
 	if opt.MemProfile != "" {
 		f, err := os.Create(opt.MemProfile)
 		if err != nil {
@@ -212,4 +203,32 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, cfg bench.Config, o
 		return &exitError{code: 1, err: fmt.Errorf("bench: %s", strings.Join(missed, "; "))}
 	}
 	return nil
+}
+
+// benchTasks loads the benchmarks' tasks (python-function and stdio).
+func benchTasks(opt benchOptions, stderr io.Writer) ([]topics.Task, error) {
+	ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format, Kinds: []string{topics.KindPythonFunction, topics.KindStdio}}, stderr)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if len(ts) == 0 {
+		return nil, &exitError{code: 2, err: errors.New("bench: no tasks")}
+	}
+	return ts, nil
+}
+
+// startCPUProfile writes a CPU profile to path ("" = none) until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

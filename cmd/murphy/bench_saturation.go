@@ -1,16 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
 	"github.com/murphy-rl/murphy/internal/bench"
-	"github.com/murphy-rl/murphy/topics"
 )
 
 // newBenchSaturationCmd is `murphy bench saturation`; cfg and opt are the
@@ -41,24 +37,15 @@ pipeline samples/s over the servers' summed direct throughput.`,
 				return &exitError{code: 2, err: err}
 			}
 			stderr := cmd.ErrOrStderr()
-			ts, err := loadTasks(runOptions{Tasks: opt.Tasks, Format: opt.Format, Kinds: []string{topics.KindPythonFunction, topics.KindStdio}}, stderr)
+			ts, err := benchTasks(*opt, stderr)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return err
 			}
-			if len(ts) == 0 {
-				return &exitError{code: 2, err: errors.New("bench: no tasks")}
+			stopProfile, err := startCPUProfile(opt.CPUProfile)
+			if err != nil {
+				return err
 			}
-			if opt.CPUProfile != "" {
-				f, err := os.Create(opt.CPUProfile)
-				if err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
+			defer stopProfile()
 			slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			b, err := bench.OpenBroker(c.Brokers, c.Partitions)
 			if err != nil {
