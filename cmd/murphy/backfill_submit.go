@@ -75,7 +75,7 @@ report to stdout (text, or JSON with --json).`,
 			for _, e := range m.Errors {
 				fmt.Fprintf(stderr, "%s: skipped: %v\n", manifest, e)
 			}
-			b, release, err := openTaskBuilder(cmd)
+			b, release, err := openBackfillBuilder(cmd)
 			if err != nil {
 				return err
 			}

@@ -36,16 +36,8 @@ func addTaskBuilderFlags(cmd *cobra.Command) {
 	f.Duration(flagBuildTimeout, 0, "CPU-time limit of one build command, the task's timeout_ms (0 = 60s, 120s for Go; an item's timeout_ms wins)")
 }
 
-// openTaskBuilder opens the build sandbox, execute's compile-fix
+// openBackfillBuilder opens the build sandbox, execute's compile-fix
 // evaluator and the workspace store named by the builder's flags.
-func openTaskBuilder(cmd *cobra.Command) (backfill.TaskBuilder, func(), error) {
-	b, release, err := openBackfillBuilder(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, release, nil
-}
-
 func openBackfillBuilder(cmd *cobra.Command) (*backfill.Builder, func(), error) {
 	f := cmd.Flags()
 	url, _ := f.GetString(flagWorkspaceStore)
