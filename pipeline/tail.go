@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -58,4 +59,36 @@ func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, er
 		close(out)
 	}()
 	return out, nil
+}
+
+// Follow reads every record of topic from its start, outside any consumer
+// group, decodes it as a T and hands it to fn, until ctx ends: how a
+// process follows a compacted topic whose log is the state (policy
+// versions, trainer progress). A record that does not decode is logged and
+// skipped; while the topic cannot be read, Follow logs and retries every
+// 2 s. It blocks until ctx ends; fn is called from one goroutine.
+func Follow[T any, P interface {
+	*T
+	topics.Record
+}](ctx context.Context, cfg KafkaConfig, topic string, fn func(P)) {
+	for ctx.Err() == nil {
+		ch, err := Tail(ctx, cfg, topic)
+		if err != nil {
+			slog.Warn("cannot read topic; retrying", "topic", topic, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+			continue
+		}
+		for rec := range ch {
+			r := P(new(T))
+			if err := topics.Decode(rec.Value, r); err != nil {
+				slog.Warn("bad record skipped", "topic", topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+				continue
+			}
+			fn(r)
+		}
+		return
+	}
 }

@@ -229,13 +229,8 @@ func (p *policies) get(model string) (policy.Policy, error) {
 // the state.
 func (s *Stage) Follow(ctx context.Context, kcfg pipeline.KafkaConfig) {
 	if s.vers != nil {
-		go s.tailRecords(ctx, kcfg, s.cat.Topic(topics.PolicyVersions), func(rec pipeline.Record) {
-			var pv topics.PolicyVersion
-			if err := topics.Decode(rec.Value, &pv); err != nil {
-				slog.Warn("policy-versions: bad record skipped", "offset", rec.Offset, "err", err)
-				return
-			}
-			_ = s.ObserveVersion(ctx, &pv)
+		go pipeline.Follow(ctx, kcfg, s.cat.Topic(topics.PolicyVersions), func(pv *topics.PolicyVersion) {
+			_ = s.ObserveVersion(ctx, pv)
 		})
 		go func() { // retry failed loads
 			t := time.NewTicker(s.cfg.Versions.RetryInterval)
@@ -251,35 +246,8 @@ func (s *Stage) Follow(ctx context.Context, kcfg pipeline.KafkaConfig) {
 		}()
 	}
 	if s.bnd != nil {
-		go s.tailRecords(ctx, kcfg, s.cat.Topic(topics.TrainerProgressTopic), func(rec pipeline.Record) {
-			var p topics.TrainerProgress
-			if err := topics.Decode(rec.Value, &p); err != nil {
-				slog.Warn("trainer-progress: bad record skipped", "offset", rec.Offset, "err", err)
-				return
-			}
-			s.ObserveProgress(&p)
-		})
+		go pipeline.Follow(ctx, kcfg, s.cat.Topic(topics.TrainerProgressTopic), s.ObserveProgress)
 		go s.pollCredited(ctx, kcfg)
-	}
-}
-
-// tailRecords delivers every record of topic, from its start, to fn; it
-// retries while the topic cannot be read.
-func (s *Stage) tailRecords(ctx context.Context, kcfg pipeline.KafkaConfig, topic string, fn func(pipeline.Record)) {
-	for ctx.Err() == nil {
-		ch, err := pipeline.Tail(ctx, kcfg, topic)
-		if err != nil {
-			slog.Warn("cannot read topic; retrying", "topic", topic, "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(2 * time.Second):
-			}
-			continue
-		}
-		for rec := range ch {
-			fn(rec)
-		}
-		return
 	}
 }
 
