@@ -27,6 +27,18 @@ JSON frames; calls go one way, typed values (see encode) the other. Nothing
 the candidate sends is more than a claim about a value it computed.
 """
 
+import os
+
+# The worker forks every job's process (and the judge) from one thread, and
+# each of them seeds random itself. The handlers random and threading register
+# for the child of a fork (a reseed from urandom; rebuilding threading's
+# record of the one thread there is) would change nothing there but cost every
+# job ~150 page faults of copy-on-write memory, a third of what its process
+# faults in all. Modules imported while the worker warms up register none (see
+# warm_up); a module a program imports in its own process registers as usual.
+_register_at_fork = os.register_at_fork
+os.register_at_fork = lambda **kw: None
+
 import binascii
 import builtins
 import collections
@@ -34,7 +46,6 @@ import gc
 import io
 import json
 import linecache
-import os
 import random
 import resource
 import signal
@@ -76,12 +87,17 @@ SOLUTION_FILE = "solution.py"
 HARNESS_FILE = os.path.abspath(__file__)
 
 
-def preload():
-    for m in PRELOAD:
-        try:
-            __import__(m)
-        except Exception:  # a missing optional module only costs warmth
-            pass
+def warm_up(cold):
+    """Imports PRELOAD (unless cold) with no fork handlers registered, then
+    lets later imports (the judge's, a program's) register theirs."""
+    try:
+        for m in () if cold else PRELOAD:
+            try:
+                __import__(m)
+            except Exception:  # a missing optional module only costs warmth
+                pass
+    finally:
+        os.register_at_fork = _register_at_fork
 
 
 def send(sock, obj):
@@ -1201,6 +1217,5 @@ def run_test(t, g):
 
 if __name__ == "__main__":
     # --cold skips the preloading (a sandbox started for a single job).
-    if "--cold" not in sys.argv[1:]:
-        preload()
+    warm_up("--cold" in sys.argv[1:])
     serve()
