@@ -171,15 +171,19 @@ var descriptors = [...]Descriptor{
 	{
 		Name:    "emit",
 		Inputs:  []topics.Name{topics.Credited},
-		Reads:   []topics.Name{topics.Batches},
+		Reads:   []topics.Name{topics.Batches, topics.PolicyVersions},
 		Outputs: []topics.Name{topics.Batches},
 		Section: func(c *Configs) Validator { return &c.Emit },
-		Build: func(_ context.Context, w Wiring) (func(), error) {
+		Build: func(ctx context.Context, w Wiring) (func(), error) {
 			st, err := emit.NewStage(w.Emit, w.Runtime.Producer(), w.Catalog, w.Kafka, w.Runtime.Registry())
 			if err != nil {
 				return nil, err
 			}
-			return nil, w.Runtime.AddPartitionStage(st.Spec())
+			if err := w.Runtime.AddPartitionStage(st.Spec()); err != nil {
+				return nil, err
+			}
+			st.Follow(ctx, w.Kafka)
+			return nil, nil
 		},
 		// An open batch per partition, held several times over while it is
 		// encoded, with the collector's headroom.

@@ -3,6 +3,7 @@ package topics
 import (
 	"errors"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -204,8 +205,9 @@ func TestCompletionRecord(t *testing.T) {
 // reader's progress module writes (python/murphy_reader/progress.py).
 func TestDecodePythonProgressAndVersion(t *testing.T) {
 	var p TrainerProgress
-	b := []byte(`{"schema_version": 2, "trainer_id": "a", "rank": 0, "group_id": "g", "policy_version": 4, "trees_per_version": 4, "consumed": {"0": 103, "1": 15}, "trees_consumed": 12, "rows_dropped": {"stale": 9, "duplicate_batch": 5}, "updated_at": "2026-12-01T18:00:00.123456Z", "max_staleness": 1}`)
-	if err := Decode(b, &p); err != nil || p.MaxStaleness == nil || *p.MaxStaleness != 1 || p.Consumed["0"] != 103 || p.UpdatedAt.IsZero() {
+	b := []byte(`{"schema_version": 2, "trainer_id": "a", "rank": 0, "group_id": "g", "policy_version": 4, "trees_per_version": 4, "consumed": {"0": 103, "1": 15}, "trees_consumed": 12, "rows_dropped": {"stale": 9, "duplicate_batch": 5}, "updated_at": "2026-12-01T18:00:00.123456Z", "max_staleness": 1, "rows_trained_staleness": {"0": 30, "1": 6}}`)
+	if err := Decode(b, &p); err != nil || p.MaxStaleness == nil || *p.MaxStaleness != 1 || p.Consumed["0"] != 103 || p.UpdatedAt.IsZero() ||
+		p.RowsTrainedStaleness["1"] != 6 {
 		t.Fatalf("%+v: %v", p, err)
 	}
 	var u TrainerProgress
@@ -221,5 +223,47 @@ func TestDecodePythonProgressAndVersion(t *testing.T) {
 	}
 	if err := Decode([]byte(`{"schema_version": 2, "version": 3, "model": " ", "created_at": "2026-12-01T18:00:00Z"}`), &v); err == nil {
 		t.Fatal("version without a model accepted")
+	}
+}
+
+// TestProgressRowsTrainedStaleness: the optional staleness counts of
+// trained rows decode when present, are nil when absent (records of
+// readers before the field), and must be versions >= 0 with rows >= 0.
+func TestProgressRowsTrainedStaleness(t *testing.T) {
+	const head = `{"schema_version": 2, "trainer_id": "a", "rank": 0, "policy_version": 4, "trees_per_version": 4, "consumed": {"0": 3}, "updated_at": "2026-12-01T18:00:00Z"`
+	var p TrainerProgress
+	if err := Decode([]byte(head+`, "rows_trained_staleness": {"0": 7, "1": 2, "12": 0}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.RowsTrainedStaleness) != 3 || p.RowsTrainedStaleness["0"] != 7 || p.RowsTrainedStaleness["1"] != 2 {
+		t.Fatalf("rows_trained_staleness %v", p.RowsTrainedStaleness)
+	}
+	var old TrainerProgress
+	if err := Decode([]byte(head+`}`), &old); err != nil || old.RowsTrainedStaleness != nil {
+		t.Fatalf("without the field: %v, %v", old.RowsTrainedStaleness, err)
+	}
+	var empty TrainerProgress
+	if err := Decode([]byte(head+`, "rows_trained_staleness": {}}`), &empty); err != nil || empty.RowsTrainedStaleness == nil {
+		t.Fatalf("empty counts (a reader that trained nothing yet): %v, %v", empty.RowsTrainedStaleness, err)
+	}
+	for _, bad := range []string{`{"-1": 3}`, `{"x": 1}`, `{"1.5": 1}`, `{"": 1}`, `{"+2": 1}`, `{"2": -1}`} {
+		var q TrainerProgress
+		err := Decode([]byte(head+`, "rows_trained_staleness": `+bad+`}`), &q)
+		var te *Error
+		if !errors.As(err, &te) || te.Kind != ErrInvalidField || te.Field != "rows_trained_staleness" {
+			t.Errorf("rows_trained_staleness %s: error %v, want an invalid rows_trained_staleness", bad, err)
+		}
+	}
+	p.SchemaVersion = SchemaVersion
+	b, err := Encode(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back TrainerProgress
+	if err := Decode(b, &back); err != nil || back.RowsTrainedStaleness["0"] != 7 {
+		t.Fatalf("round trip %s: %v", b, err)
+	}
+	if got := StalenessBuckets(); len(got) == 0 || got[0] != 0 || !sort.Float64sAreSorted(got) {
+		t.Errorf("StalenessBuckets %v: want sorted bounds from 0", got)
 	}
 }

@@ -55,10 +55,30 @@ type TrainerProgress struct {
 	// PolicyVersion: the bound counts a version's trees from its start
 	// (absent: from Consumed, which lets a tree arrive one version later).
 	VersionStart map[string]int64 `json:"version_start,omitempty"`
-	// TreesConsumed and RowsDropped are reported for monitoring.
-	TreesConsumed int64            `json:"trees_consumed,omitempty"`
-	RowsDropped   map[string]int64 `json:"rows_dropped,omitempty"`
-	UpdatedAt     time.Time        `json:"updated_at"`
+	// TreesConsumed, RowsDropped and RowsTrainedStaleness are reported for
+	// monitoring, cumulative since the rank's reader started.
+	TreesConsumed int64 `json:"trees_consumed,omitempty"`
+	// RowsDropped: reason (stale, duplicate_batch) → rows dropped.
+	RowsDropped map[string]int64 `json:"rows_dropped,omitempty"`
+	// RowsTrainedStaleness: staleness in versions (decimal, >= 0: the
+	// trainer's PolicyVersion minus the row's policy_version when the
+	// reader yielded it) → rows yielded to the trainer. Absent when the
+	// reader does not know the trainer's version.
+	RowsTrainedStaleness map[string]int64 `json:"rows_trained_staleness,omitempty"`
+	UpdatedAt            time.Time        `json:"updated_at"`
+}
+
+// StalenessBuckets returns the upper bounds, in versions, of the staleness
+// histograms murphy exports: emit's of the rows it writes and generate's of
+// the rows each trainer trained (TrainerProgress.RowsTrainedStaleness), the
+// same so that the two compare bucket by bucket.
+func StalenessBuckets() []float64 { return []float64{0, 1, 2, 3, 4, 6, 8, 16, 32} }
+
+// ParseStaleness parses a RowsTrainedStaleness key: a decimal number of
+// versions >= 0.
+func ParseStaleness(key string) (int64, error) {
+	n, err := strconv.ParseUint(key, 10, 63)
+	return int64(n), err
 }
 
 // TrainerProgressKey is the Kafka key of a trainer rank's progress.
@@ -114,6 +134,11 @@ func (r *TrainerProgress) Validate() error {
 	for p, off := range r.Consumed {
 		if _, err := strconv.Atoi(p); err != nil || off < 0 {
 			return invalid(n, "consumed", "partition %q offset %d", p, off)
+		}
+	}
+	for k, rows := range r.RowsTrainedStaleness {
+		if _, err := ParseStaleness(k); err != nil || rows < 0 {
+			return invalid(n, "rows_trained_staleness", "staleness %q rows %d: want a decimal number of versions >= 0 and rows >= 0", k, rows)
 		}
 	}
 	return nil

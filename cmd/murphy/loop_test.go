@@ -287,6 +287,42 @@ func metric(addr, name string) float64 {
 	return -1
 }
 
+// checkTrainerRows: generate exports the rows the trainer trained from its
+// last progress record, by staleness, as its reader counted them: every
+// one within the bound.
+func checkTrainerRows(t *testing.T, genHTTP string, events []trainerEvent) {
+	t.Helper()
+	trained := -1
+	for _, e := range events {
+		if e.Event == "done" {
+			trained = 0
+			for _, n := range e.StalenessRows {
+				trained += n
+			}
+		}
+	}
+	if trained < 0 {
+		return // no done event: reported below
+	}
+	series := func(suffix, le string) string {
+		if le != "" {
+			le = `,le="` + le + `"`
+		}
+		return `murphy_trainer_row_staleness_versions_` + suffix + `{stage="generate",trainer="loop"` + le + `}`
+	}
+	count := metric(genHTTP, series("count", ""))
+	for deadline := time.Now().Add(15 * time.Second); count != float64(trained) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond) // the last progress record is on its way
+		count = metric(genHTTP, series("count", ""))
+	}
+	within := metric(genHTTP, series("bucket", strconv.Itoa(loopEta)))
+	t.Logf("generate: trainer loop trained %v rows, %v within the bound", count, within)
+	if trained == 0 || count != float64(trained) || within != count {
+		t.Errorf("generate exports %v rows trained by loop, %v of staleness <= %d; the reader yielded %d",
+			count, within, loopEta, trained)
+	}
+}
+
 type trainerEvent struct {
 	Event         string           `json:"event"`
 	Step          int              `json:"step"`
@@ -390,6 +426,9 @@ wait:
 	}
 	t.Logf("trainer finished after %s (%v)", time.Since(start).Round(time.Millisecond), trErr)
 	served := metric(genHTTP, "murphy_generate_policy_version")
+	if trErr == nil {
+		checkTrainerRows(t, genHTTP, readTrainerLog(t, logPath))
+	}
 	if unclean := d.stopAll(); len(unclean) > 0 {
 		t.Errorf("SIGTERM: %v did not finish and exit 0", unclean)
 	}

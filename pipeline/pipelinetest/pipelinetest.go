@@ -9,12 +9,15 @@ import (
 	"encoding/hex"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -147,4 +150,35 @@ func OnEachBroker(t *testing.T, fn func(t *testing.T, brokers []string)) {
 	}{{"embedded", Embedded}, {"kafka", Brokers}} {
 		t.Run(b.name, func(t *testing.T) { fn(t, b.brokers(t)) })
 	}
+}
+
+// VersionOut is policy version v (model "run-v<v>") as a record of cat's
+// policy-versions topic, keyed as a trainer publishes it.
+func VersionOut(t testing.TB, cat topics.Catalog, v int64) pipeline.Out {
+	t.Helper()
+	b, err := topics.Encode(&topics.PolicyVersion{SchemaVersion: topics.SchemaVersion, Version: v,
+		Model: "run-v" + topics.PolicyVersionKey(v), CreatedAt: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Out{Topic: cat.Topic(topics.PolicyVersions), Key: topics.PolicyVersionKey(v), Value: b}
+}
+
+// MetricsText is the text exposition of the metric families names gathered
+// from g, in g's order.
+func MetricsText(t testing.TB, g prometheus.Gatherer, names ...string) string {
+	t.Helper()
+	fams, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range fams {
+		if slices.Contains(names, f.GetName()) {
+			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return b.String()
 }

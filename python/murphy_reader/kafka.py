@@ -32,7 +32,9 @@ class KafkaBatchReader:
 
     brokers: "host:port,host:port"; topic: the batches topic;
     group_id: one per trainer; rank/world_size: data-parallel split.
-    max_staleness with policy_version: drop rows sampled more than
+    policy_version: the trainer's current version (an int or a callable):
+    the reader counts the rows it yields by staleness (staleness_rows).
+    max_staleness (with policy_version): drop rows sampled more than
     max_staleness versions before the trainer's current version.
     commit: "manual" (call commit() after a step) or "auto" (offsets of
     yielded batches are committed in the background).
@@ -57,8 +59,8 @@ class KafkaBatchReader:
 
         if commit not in ("manual", "auto"):
             raise ValueError("commit must be 'manual' or 'auto'")
-        if (max_staleness is None) != (policy_version is None):
-            raise ValueError("max_staleness and policy_version go together")
+        if max_staleness is not None and policy_version is None:
+            raise ValueError("max_staleness needs policy_version")
         conf = {
             "bootstrap.servers": brokers,
             "group.id": group_id,
@@ -72,6 +74,17 @@ class KafkaBatchReader:
         self._consumer = Consumer(conf)
         self.topic = topic
         self.rank, self.world_size = rank, world_size
+        self._init_state(policy_version, max_staleness)
+        md = self._consumer.list_topics(topic, timeout=metadata_timeout)
+        tmd = md.topics.get(topic)
+        if tmd is None or tmd.error is not None or not tmd.partitions:
+            self._consumer.close()
+            raise RuntimeError(f"topic {topic} not found: {tmd.error if tmd else 'no metadata'}")
+        self.partitions = ranks_partitions(list(tmd.partitions), rank, world_size)
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in self.partitions])
+
+    def _init_state(self, policy_version: Optional[PolicyVersion], max_staleness: Optional[int]) -> None:
+        # What the reader keeps and counts, apart from its consumer.
         self._policy_version = policy_version
         self._max_staleness = max_staleness
         self._dedupe = Deduper()
@@ -86,13 +99,6 @@ class KafkaBatchReader:
         # Staleness (trainer version - row version) -> rows yielded, with
         # policy_version set: the staleness histogram of trained rows.
         self.staleness_rows: dict[int, int] = {}
-        md = self._consumer.list_topics(topic, timeout=metadata_timeout)
-        tmd = md.topics.get(topic)
-        if tmd is None or tmd.error is not None or not tmd.partitions:
-            self._consumer.close()
-            raise RuntimeError(f"topic {topic} not found: {tmd.error if tmd else 'no metadata'}")
-        self.partitions = ranks_partitions(list(tmd.partitions), rank, world_size)
-        self._consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in self.partitions])
 
     @property
     def duplicates_dropped(self) -> int:
@@ -120,6 +126,13 @@ class KafkaBatchReader:
             batch = self._decode(msg, headers)
             if batch is not None:
                 return batch
+
+    @property
+    def trained_staleness(self) -> Optional[dict[int, int]]:
+        """Rows yielded by staleness (staleness_rows) when the reader knows
+        the trainer's version (policy_version), else None: what
+        ProgressPublisher.publish_reader reports as rows_trained_staleness."""
+        return dict(self.staleness_rows) if self._policy_version is not None else None
 
     @property
     def filtered_rows(self) -> int:

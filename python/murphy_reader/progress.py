@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 # The record schema version this module writes (topics.SchemaVersion).
 RECORD_SCHEMA_VERSION = 2
@@ -39,6 +39,20 @@ def _send(p: Any, topic: str, key: str, value: dict[str, Any], timeout: float) -
         raise TimeoutError(f"{topic}: record {key} not acknowledged in {timeout}s")
     if err:
         raise RuntimeError(f"{topic}: record {key} not written: {err[0]}")
+
+
+def staleness_counts(staleness_rows: Mapping[int, int]) -> dict[str, int]:
+    """A progress record's rows_trained_staleness: rows by staleness in
+    versions, keys decimal strings. A row newer than the trainer's version
+    (negative staleness: the version moved on while it was read) counts as
+    0, as fresh as can be."""
+    out: dict[str, int] = {}
+    for s, n in staleness_rows.items():
+        if n < 0:
+            raise ValueError(f"staleness {s}: negative row count {n}")
+        k = str(max(0, int(s)))
+        out[k] = out.get(k, 0) + int(n)
+    return out
 
 
 def version_record(version: int, model: str, *, adapter: str = "", checkpoint_uri: str = "",
@@ -89,11 +103,15 @@ class ProgressPublisher:
         self._version_start: dict[int, int] = {}
 
     def record(self, policy_version: int, consumed: dict[int, int], *, trees_consumed: int = 0,
-               rows_dropped: Optional[dict[str, int]] = None) -> dict[str, Any]:
+               rows_dropped: Optional[dict[str, int]] = None,
+               rows_trained_staleness: Optional[Mapping[int, int]] = None) -> dict[str, Any]:
         """The progress record. The first record of a new policy_version
         fixes version_start, the positions its training began at: report
         progress as soon as a new version is published (before consuming
-        for it), so that generate counts the version's trees from there."""
+        for it), so that generate counts the version's trees from there.
+        rows_dropped (reason -> rows) and rows_trained_staleness (staleness
+        -> rows trained, see staleness_counts; left out when None) are
+        cumulative counts generate exports as metrics."""
         if policy_version != self._version:
             self._version, self._version_start = policy_version, dict(consumed)
         rec: dict[str, Any] = {
@@ -107,6 +125,8 @@ class ProgressPublisher:
         }
         if self.max_staleness is not None:
             rec["max_staleness"] = self.max_staleness
+        if rows_trained_staleness is not None:
+            rec["rows_trained_staleness"] = staleness_counts(rows_trained_staleness)
         return rec
 
     def publish(self, policy_version: int, consumed: dict[int, int], **kw: Any) -> dict[str, Any]:
@@ -118,4 +138,4 @@ class ProgressPublisher:
     def publish_reader(self, policy_version: int, reader: Any) -> dict[str, Any]:
         """Publish what a KafkaBatchReader consumed (after reader.commit())."""
         return self.publish(policy_version, reader.consumed, trees_consumed=reader.trees_consumed,
-                            rows_dropped=reader.dropped_rows)
+                            rows_dropped=reader.dropped_rows, rows_trained_staleness=reader.trained_staleness)

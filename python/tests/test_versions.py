@@ -5,6 +5,7 @@ import json
 import os
 import uuid
 
+import pyarrow as pa
 import pytest
 
 from conftest import make_batch, stream_bytes
@@ -39,6 +40,91 @@ def test_version_start_is_fixed_by_a_versions_first_record():
     rec = pub.record(1, {0: 4})
     assert rec["version_start"] == {"0": 4} and rec["consumed"] == {"0": 4}
     assert pub.record(1, {0: 6})["version_start"] == {"0": 4}
+
+
+class _Msg:
+    """A batches-topic message as confluent-kafka gives it."""
+
+    def __init__(self, rb, partition=0, offset=0):
+        self._value, self._partition, self._offset = stream_bytes(rb), partition, offset
+
+    def value(self):
+        return self._value
+
+    def topic(self):
+        return "t.batches"
+
+    def partition(self):
+        return self._partition
+
+    def offset(self):
+        return self._offset
+
+
+def _headers(rb, part=0):
+    pv = rb.column("policy_version").to_pylist()
+    return {"batch_id": rb.column("batch_id")[0].as_py(), "rows": str(rb.num_rows), "trees": str(rb.num_rows),
+            "source_partition": str(part), "last_offset": str(rb.column("source_offset").to_pylist()[-1]),
+            "min_policy_version": str(min(pv)), "max_policy_version": str(max(pv))}
+
+
+def _reader(policy_version=None, max_staleness=None):
+    from murphy_reader.kafka import KafkaBatchReader
+
+    r = object.__new__(KafkaBatchReader)  # no consumer: batches are handed to _decode
+    r._init_state(policy_version, max_staleness)
+    return r
+
+
+def test_reader_counts_trained_rows_by_staleness():
+    # Bounded: rows of versions 0..4 at trainer version 4, eta 2: versions
+    # 2..4 are yielded (staleness 2, 1, 0), 0..1 dropped as stale; a whole
+    # batch older than the bound and a duplicate are not trained.
+    version = 4
+    r = _reader(lambda: version, 2)
+    assert r._decode(_Msg(make_batch(5, first=0)), _headers(make_batch(5, first=0))) is not None
+    old = make_batch(2, first=10)
+    old = old.set_column(old.schema.get_field_index("policy_version"), "policy_version", pa.array([1, 1], pa.int64()))
+    assert r._decode(_Msg(old), _headers(old)) is None
+    assert r._decode(_Msg(make_batch(5, first=0)), _headers(make_batch(5, first=0))) is None  # duplicate
+    version = 5  # the trainer moved on: the same rows are one version staler
+    b = make_batch(5, first=20)
+    assert r._decode(_Msg(b), _headers(b)).num_rows == 2  # versions 3, 4
+    assert r.staleness_rows == {0: 1, 1: 2, 2: 2}
+    assert r.trained_staleness == r.staleness_rows
+    assert r.dropped_rows == {DROP_STALE: 2 + 2 + 3, DROP_DUPLICATE: 5}
+    # Unbounded with a version: every row is trained and counted.
+    u = _reader(3)
+    b = make_batch(5)
+    assert u._decode(_Msg(b), _headers(b)).num_rows == 5
+    assert u.trained_staleness == {3: 1, 2: 1, 1: 1, 0: 1, -1: 1}
+    # Without the trainer's version nothing is counted, and nothing reported.
+    n = _reader()
+    assert n._decode(_Msg(b), _headers(b)).num_rows == 5 and n.trained_staleness is None
+
+
+def test_progress_reports_rows_trained_by_staleness(monkeypatch):
+    import murphy_reader.progress as progress
+
+    assert progress.staleness_counts({0: 3, 2: 1, -1: 2}) == {"0": 5, "2": 1}
+    with pytest.raises(ValueError):
+        progress.staleness_counts({1: -1})
+    sent = []
+    monkeypatch.setattr(progress, "_send", lambda _p, topic, key, value, _t: sent.append((topic, key, value)))
+    pub = object.__new__(ProgressPublisher)
+    pub.topic, pub.trainer_id, pub.rank, pub.group_id, pub.max_staleness, pub.trees_per_version = "tp", "a", 1, "g", 2, 4
+    pub._version, pub._version_start, pub._p, pub._timeout, pub.published = None, {}, None, 1.0, 0
+    r = _reader(lambda: 4, 2)
+    b = make_batch(5)
+    r._decode(_Msg(b), _headers(b))
+    rec = pub.publish_reader(4, r)
+    assert sent == [("tp", "a/1", rec)]
+    assert rec["rows_trained_staleness"] == {"0": 1, "1": 1, "2": 1}
+    assert rec["rows_dropped"] == {DROP_STALE: 2, DROP_DUPLICATE: 0}
+    # A reader that does not know the trainer's version reports no counts
+    # (the field is optional: generate then exports no histogram).
+    assert "rows_trained_staleness" not in pub.publish_reader(4, _reader())
+    assert pub.record(4, {}, rows_trained_staleness={})["rows_trained_staleness"] == {}
 
 
 @pytest.fixture
@@ -138,6 +224,8 @@ def test_two_trainers_different_bounds_one_stream(topics):
     assert set(progress) == {"strict/0", "loose/0"}
     assert progress["strict/0"]["max_staleness"] == 1 and progress["strict/0"]["consumed"] == {"0": 103, "1": 15, "2": 15}
     assert progress["loose/0"]["rows_dropped"][DROP_STALE] == 6 + 3
+    for name, eta in trainers.items():  # 6 rows at each staleness within the bound
+        assert progress[f"{name}/0"]["rows_trained_staleness"] == {str(s): 6 for s in range(eta + 1)}
 
 
 @broker

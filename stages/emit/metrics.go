@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // Metrics are the emit stage's metrics.
@@ -16,6 +18,8 @@ type Metrics struct {
 	skipped      prometheus.Counter
 	rebuilt      prometheus.Counter
 	flushSeconds prometheus.Histogram
+	staleness    prometheus.Histogram
+	unversioned  prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -39,9 +43,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Batch ranges rebuilt after a restart for a sink that lacked them.", ConstLabels: cl}),
 		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_flush_seconds",
 			Help: "Time to build and write one batch.", ConstLabels: cl, Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_row_staleness_versions",
+			Help:        "Staleness of the rows written, in policy versions: the newest version known (policy-versions topic, or a row's) minus the row's policy_version.",
+			ConstLabels: cl, Buckets: topics.StalenessBuckets()}),
+		unversioned: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rows_unversioned_total",
+			Help: "Rows written while no policy version is known (every row at policy_version 0): not in the staleness histogram.", ConstLabels: cl}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.batches, m.bytes, m.errors, m.rows, m.trees, m.skipped, m.rebuilt, m.flushSeconds} {
+		for _, c := range []prometheus.Collector{m.batches, m.bytes, m.errors, m.rows, m.trees, m.skipped, m.rebuilt, m.flushSeconds, m.staleness, m.unversioned} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("emit: register metrics: %w", err)
 			}

@@ -251,6 +251,7 @@ func (p *processor) flush(ctx context.Context) error {
 		p.st.metrics.flushSeconds.Observe(p.st.now().Sub(start).Seconds())
 		p.st.metrics.rows.Add(float64(p.pendRows))
 		p.st.metrics.trees.Add(float64(len(p.pending)))
+		p.st.observeStaleness(p.pending)
 	}
 	p.pending, p.hasPending, p.pendForced, p.flushDue = nil, false, nil, false
 	p.pendRows, p.pendBytes, p.pendConfig = 0, 0, ""

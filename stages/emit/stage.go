@@ -33,6 +33,8 @@ type Stage struct {
 	metrics *Metrics
 	mem     memory.Allocator
 	now     func() time.Time
+	// newest is the newest policy version known (Follow).
+	newest newestVersion
 }
 
 // NewStage builds the emit stage. prod produces to the batches topic and

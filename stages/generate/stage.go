@@ -121,6 +121,9 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	if cfg.Staleness.Enabled {
 		s.bnd = newBound(cfg.Staleness.ProgressTTL, cfg.TreeTTL, func() time.Time { return s.now() })
 	}
+	if reg != nil {
+		reg.MustRegister(newTrainerRows(s.trainerReports))
+	}
 	return s, nil
 }
 

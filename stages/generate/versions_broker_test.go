@@ -36,15 +36,7 @@ func TestVersionsAndBoundOnBroker(t *testing.T) {
 			}
 			return pipeline.Out{Topic: cat.Topic(topics.TrainerProgressTopic), Key: topics.TrainerProgressKey("a", 0), Value: b}
 		}
-		version := func(v int64) pipeline.Out {
-			b, err := topics.Encode(&topics.PolicyVersion{SchemaVersion: topics.SchemaVersion, Version: v,
-				Model: "run-v" + topics.PolicyVersionKey(v), CreatedAt: time.Now().UTC()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pipeline.Out{Topic: cat.Topic(topics.PolicyVersions), Key: topics.PolicyVersionKey(v), Value: b}
-		}
-		pipelinetest.Produce(t, brokers, progress(map[string]int64{}), version(1))
+		pipelinetest.Produce(t, brokers, progress(map[string]int64{}), pipelinetest.VersionOut(t, cat, 1))
 		waitFor(t, func() bool { v := s.vers.current(); return v != nil && v.Version == 1 })
 		waitFor(t, func() bool { return len(s.bnd.standings()) == 1 })
 
@@ -71,7 +63,7 @@ func TestVersionsAndBoundOnBroker(t *testing.T) {
 		}
 		// Version 2 arrives; tree 1 completes and is credited (offset 0 of
 		// partition 0); the trainer consumes it.
-		pipelinetest.Produce(t, brokers, version(2),
+		pipelinetest.Produce(t, brokers, pipelinetest.VersionOut(t, cat, 2),
 			pipeline.Out{Topic: cat.Topic(topics.Credited), Key: "tree", Partition: pipeline.ToPartition(0), Value: []byte("{}")})
 		s.TreeDone(string(rec1.Key))
 		waitFor(t, func() bool { v := s.vers.current(); return v != nil && v.Version == 2 })

@@ -5,8 +5,10 @@
 //
 // Pipeline runs `murphy run` (every stage in one process on the embedded
 // broker, the simulated policy, the built-in python-function tasks) with
-// --http_addr, publishes one undecodable record to each stage's input
-// topics so that the DLQ counters have series too, and scrapes /metrics
+// --http_addr and the staleness bound on, publishes one undecodable record
+// to each stage's input topics so that the DLQ counters have series too
+// and one trainer's progress (a trainer that asks for no bound) so that
+// the trainer series generate exports from it exist, and scrapes /metrics
 // until the run ends. A labelled metric appears in the exposition only once
 // it has a series, so a metric that only an event of the run's kind never
 // has (an HTTP error of an inference server, say) is not in the set: a query
@@ -253,7 +255,7 @@ func runPipeline(root string) (*Set, string, error) {
 	log := &logWriter{addrs: make(chan [2]string, 1)}
 	cmd := exec.CommandContext(ctx, bin, "run", "--http_addr", "127.0.0.1:0",
 		"--kinds", "python-function", "--turns", "2", "--calibrate=false", "--progress", "0",
-		"--compare", "", "--timeout", "2m", "--out", filepath.Join(dir, "out"))
+		"--compare", "", "--timeout", "2m", "--out", filepath.Join(dir, "out"), "--generate.staleness.enabled")
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -280,6 +282,10 @@ func runPipeline(root string) (*Set, string, error) {
 	if err := deadLetters(ctx, a[1]); err != nil {
 		stop()
 		return nil, log.String(), fmt.Errorf("publishing bad records: %w", err)
+	}
+	if err := trainerProgress(ctx, a[1]); err != nil {
+		stop()
+		return nil, log.String(), fmt.Errorf("publishing a trainer's progress: %w", err)
 	}
 	set := &Set{Families: map[string]string{}}
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -361,18 +367,38 @@ func (w *logWriter) String() string {
 	return w.head.String()
 }
 
+// trainerProgress publishes the progress of a trainer that reports rows
+// trained and dropped but asks for no bound (it holds nothing back), as a
+// trainer's reader does (python/murphy_reader/progress.py).
+func trainerProgress(ctx context.Context, broker string) error {
+	b, err := topics.Encode(&topics.TrainerProgress{SchemaVersion: topics.SchemaVersion, TrainerID: "metricnames",
+		TreesPerVersion: 1, Consumed: map[string]int64{}, RowsDropped: map[string]int64{"stale": 1, "duplicate_batch": 0},
+		RowsTrainedStaleness: map[string]int64{"0": 3, "1": 1}, UpdatedAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	return write(ctx, broker, kafka.Message{Topic: topics.DefaultCatalog().Topic(topics.TrainerProgressTopic),
+		Key: []byte(topics.TrainerProgressKey("metricnames", 0)), Value: b})
+}
+
 // deadLetters publishes one record no stage can decode to the inputs of
 // the stateless stages, so that the runtime's failure and DLQ counters get
 // series as they do in production on the first bad record.
 func deadLetters(ctx context.Context, broker string) error {
 	cat := topics.DefaultCatalog()
-	w := &kafka.Writer{Addr: kafka.TCP(broker), Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
-		AllowAutoTopicCreation: false, BatchTimeout: 10 * time.Millisecond}
-	defer w.Close()
 	var msgs []kafka.Message
 	for _, n := range []topics.Name{topics.Prompts, topics.Candidates, topics.Executions} {
 		msgs = append(msgs, kafka.Message{Topic: cat.Topic(n), Key: []byte("metricnames-bad-record"), Value: []byte("not a record")})
 	}
+	return write(ctx, broker, msgs...)
+}
+
+// write writes msgs to the broker, retrying for 30 s while the topics are
+// being created.
+func write(ctx context.Context, broker string, msgs ...kafka.Message) error {
+	w := &kafka.Writer{Addr: kafka.TCP(broker), Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+		AllowAutoTopicCreation: false, BatchTimeout: 10 * time.Millisecond}
+	defer w.Close()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var err error
