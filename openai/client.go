@@ -209,8 +209,12 @@ func (c *Client) sample(ctx context.Context, endpoint string, s Sampling, fill f
 }
 
 func (c *Client) body(s Sampling, n, offset int) map[string]any {
+	model := c.cfg.Model
+	if s.Model != "" {
+		model = s.Model
+	}
 	b := map[string]any{
-		"model":       c.cfg.Model,
+		"model":       model,
 		"temperature": s.Temperature,
 		"stream":      false,
 	}

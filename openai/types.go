@@ -16,6 +16,9 @@ type Message struct {
 
 // Sampling holds the sampling parameters shared by chat and completions.
 type Sampling struct {
+	// Model names the served model (or adapter) of this request ("": the
+	// client's configured Model): one pool serves every policy version.
+	Model string
 	// N is the number of samples wanted (0 counts as 1).
 	N int
 	// Temperature is always sent (0 = greedy).

@@ -105,6 +105,26 @@ type OpenAI struct {
 	pool *openai.Pool
 	api  sampler
 	obs  atomic.Pointer[func(openai.Attempt)]
+	// base is the policy whose client or pool this one shares (ForModel;
+	// nil: its own).
+	base *OpenAI
+}
+
+// ForModel is the policy with requests naming model: it shares o's client or server pool (their connections,
+// concurrency limits and affinity), so a new policy version neither loses
+// what the pool learnt of its servers nor runs a second pool against them.
+func (o *OpenAI) ForModel(model string) *OpenAI {
+	b := o.owner()
+	cfg := o.cfg
+	cfg.Client.Model = model
+	return &OpenAI{cfg: cfg, client: b.client, pool: b.pool, api: b.api, base: b}
+}
+
+func (o *OpenAI) owner() *OpenAI {
+	if o.base != nil {
+		return o.base
+	}
+	return o
 }
 
 // NewOpenAI validates cfg and builds the policy and its client; opts are
@@ -139,7 +159,7 @@ func NewOpenAI(cfg OpenAIConfig, opts ...openai.Option) (*OpenAI, error) {
 // ObserveAttempts registers f to be called after every HTTP attempt of the
 // policy's client (the generate stage's metrics use it). An observer passed
 // to NewOpenAI as an option replaces this hook.
-func (o *OpenAI) ObserveAttempts(f func(openai.Attempt)) { o.obs.Store(&f) }
+func (o *OpenAI) ObserveAttempts(f func(openai.Attempt)) { o.owner().obs.Store(&f) }
 
 // Client is the policy's client (for its in-flight count); with a pool, the
 // client of one of its servers (openai.Pool.Primary: agent episodes run on
@@ -168,7 +188,8 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 		return nil, errors.New("policy: no prompt")
 	}
 	s := openai.Sampling{
-		N: len(req.NodeIDs), Temperature: o.cfg.Temperature, TopP: o.cfg.TopP,
+		Model: o.cfg.Client.Model,
+		N:     len(req.NodeIDs), Temperature: o.cfg.Temperature, TopP: o.cfg.TopP,
 		MaxTokens: o.cfg.MaxTokens, Stop: o.cfg.Stop, Logprobs: o.cfg.Logprobs,
 	}
 	if o.cfg.Seed != 0 {

@@ -32,9 +32,10 @@ func AffinityKey(p *topics.Prompt) string {
 // Pool is the policy's server pool (nil with one server).
 func (o *OpenAI) Pool() *openai.Pool { return o.pool }
 
-// Close stops the server pool's goroutines (nothing to do with one server).
+// Close stops the server pool's goroutines (nothing to do with one server,
+// or for a ForModel policy: its pool is its base's).
 func (o *OpenAI) Close() {
-	if o.pool != nil {
+	if o.pool != nil && o.base == nil {
 		o.pool.Close()
 	}
 }

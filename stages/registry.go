@@ -90,11 +90,12 @@ var descriptors = [...]Descriptor{
 			for _, spec := range st.Specs() {
 				if err := w.Runtime.AddStage(spec); err != nil {
 					release()
+					st.Close()
 					return nil, err
 				}
 			}
 			st.Follow(ctx, w.Kafka)
-			return release, nil
+			return func() { release(); st.Close() }, nil
 		},
 		MemoryBudgetMB: stateless,
 	},

@@ -51,12 +51,9 @@ func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Policy.Kind == PolicyOpenAI && cfg.Versions.Follow {
-		oc := cfg.Policy.OpenAI
+	if o, ok := pol.(*policy.OpenAI); ok && cfg.Versions.Follow {
 		opts = append([]Option{WithModelPolicies(func(model string) (policy.Policy, error) {
-			c := oc
-			c.Client.Model = model
-			return policy.NewOpenAI(c)
+			return o.ForModel(model), nil
 		})}, opts...)
 	}
 	return NewStageWithPolicy(cfg, pol, lookup, cat, reg, opts...)
@@ -125,6 +122,14 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 		reg.MustRegister(newTrainerRows(s.trainerReports))
 	}
 	return s, nil
+}
+
+// Close releases the stage's policy (its server pool's goroutines); the
+// stage must not be used after it.
+func (s *Stage) Close() {
+	if c, ok := s.pol.(interface{ Close() }); ok {
+		c.Close()
+	}
 }
 
 // Metrics returns the stage's metrics.
