@@ -396,3 +396,64 @@ func ReadBackward(ctx context.Context, cfg KafkaConfig, topic string, partition 
 	}
 	return read, false, nil
 }
+
+// OffsetsSince returns, for every partition of topic, the first offset of a
+// record written at or after since (the high watermark when none is) and the
+// high watermark: the range [from, to) a reader that wants the records of a
+// recent window reads (ReadRange) before it follows the topic. A topic that
+// does not exist has no partitions (nil, nil).
+func OffsetsSince(ctx context.Context, cfg KafkaConfig, topic string, since time.Time) (map[int][2]int64, error) {
+	client, release := readBackClient(cfg)
+	defer release()
+	parts, err := topicMetadata(ctx, client, topic)
+	if errors.Is(err, kafka.UnknownTopicOrPartition) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Two requests: a partition appears once per request, and the broker
+	// answers a time with no record after it as offset -1, which kafka-go
+	// cannot tell from the answer to a request for the high watermark.
+	ask := func(of func(int) kafka.OffsetRequest) (map[int]kafka.PartitionOffsets, error) {
+		var reqs []kafka.OffsetRequest
+		for _, p := range parts {
+			reqs = append(reqs, of(p.ID))
+		}
+		var res *kafka.ListOffsetsResponse
+		err := withRetry(ctx, func() (err error) {
+			res, err = client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("offsets of %s since %s: %w", topic, since.Format(time.RFC3339), err)
+		}
+		out := map[int]kafka.PartitionOffsets{}
+		for _, po := range res.Topics[topic] {
+			if po.Error != nil {
+				return nil, fmt.Errorf("offsets of %s/%d since %s: %w", topic, po.Partition, since.Format(time.RFC3339), po.Error)
+			}
+			out[po.Partition] = po
+		}
+		return out, nil
+	}
+	ends, err := ask(kafka.LastOffsetOf)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := ask(func(p int) kafka.OffsetRequest { return kafka.TimeOffsetOf(p, since) })
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][2]int64{}
+	for p, e := range ends {
+		from := e.LastOffset
+		for off := range starts[p].Offsets {
+			if off >= 0 && off < from {
+				from = off
+			}
+		}
+		out[p] = [2]int64{from, e.LastOffset}
+	}
+	return out, nil
+}

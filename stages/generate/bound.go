@@ -35,8 +35,11 @@ type bound struct {
 	done map[string]time.Time
 	// landed: trees completed since the last end offsets were read, still
 	// counted (their credited record may not be in those offsets yet).
-	landed  map[string]time.Time
-	changed chan struct{}
+	landed map[string]time.Time
+	// recovering: the trees in flight before this process started are not
+	// counted yet (recoverInFlight); no tree starts under a bound until they are.
+	recovering bool
+	changed    chan struct{}
 }
 
 type flightTree struct {
@@ -107,6 +110,30 @@ func (b *bound) admitted(tree string, version int64) {
 }
 
 func (b *bound) admittedLocked(tree string, version int64) {
+	b.admittedAtLocked(tree, version, b.now())
+}
+
+// admittedAt counts tree in flight as admitted at at (a recovered
+// admission: it expires a tree TTL after it was admitted).
+func (b *bound) admittedAt(tree string, version int64, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now := b.now(); at.IsZero() || at.After(now) {
+		at = now
+	}
+	b.admittedAtLocked(tree, version, at)
+}
+
+// setRecovering says whether the trees in flight before this process
+// started are still being counted.
+func (b *bound) setRecovering(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recovering = on
+	b.signalLocked()
+}
+
+func (b *bound) admittedAtLocked(tree string, version int64, at time.Time) {
 	if _, ok := b.done[tree]; ok {
 		return
 	}
@@ -117,7 +144,7 @@ func (b *bound) admittedLocked(tree string, version int64) {
 		}
 		return
 	}
-	b.flight[tree] = flightTree{version: version, at: b.now()}
+	b.flight[tree] = flightTree{version: version, at: at}
 }
 
 // completed removes tree from the trees in flight.
@@ -220,7 +247,7 @@ func (b *bound) standings() []trainerBound {
 // holds it back.
 func (b *bound) allowLocked(now time.Time) (bool, string) {
 	st := b.standingsLocked(now)
-	if len(st) > 0 && !b.endsKnown {
+	if len(st) > 0 && (!b.endsKnown || b.recovering) {
 		return false, st[0].Trainer
 	}
 	for _, t := range st {

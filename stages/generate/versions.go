@@ -246,9 +246,62 @@ func (s *Stage) Follow(ctx context.Context, kcfg pipeline.KafkaConfig) {
 		}()
 	}
 	if s.bnd != nil {
+		s.bnd.setRecovering(true)
+		go s.recoverInFlight(ctx, kcfg)
 		go pipeline.Follow(ctx, kcfg, s.cat.Topic(topics.TrainerProgressTopic), s.ObserveProgress)
 		go s.pollCredited(ctx, kcfg)
 	}
+}
+
+// recoverInFlight counts the trees still in flight that were admitted
+// before this process started: its consumer group resumes past their
+// admissions. It reads the completions and then the admissions written
+// within the tree TTL (a tree older than that no longer counts anyway); a
+// tree whose completion it saw is not counted. Until it has read them, no
+// tree starts under a bound.
+func (s *Stage) recoverInFlight(ctx context.Context, kcfg pipeline.KafkaConfig) {
+	since := s.now().Add(-s.cfg.TreeTTL)
+	for ctx.Err() == nil {
+		err := s.readWindow(ctx, kcfg, s.cat.Topic(topics.Completions), since, func(rec pipeline.Record) {
+			s.bnd.completed(string(rec.Key))
+		})
+		if err == nil {
+			err = s.readWindow(ctx, kcfg, s.cat.Topic(topics.Admissions), since, func(rec pipeline.Record) {
+				var a topics.Admission
+				if topics.Decode(rec.Value, &a) == nil {
+					s.bnd.admittedAt(a.TreeID, a.PolicyVersion, a.AdmittedAt)
+				}
+			})
+		}
+		if err == nil {
+			s.bnd.setRecovering(false)
+			s.updateBoundMetrics()
+			return
+		}
+		slog.Warn("staleness bound: cannot read the trees in flight; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// readWindow hands fn every record of topic written since since, up to its
+// end when asked.
+func (s *Stage) readWindow(ctx context.Context, kcfg pipeline.KafkaConfig, topic string, since time.Time, fn func(pipeline.Record)) error {
+	ranges, err := pipeline.OffsetsSince(ctx, kcfg, topic, since)
+	if err != nil {
+		return err
+	}
+	for p, r := range ranges {
+		if err := pipeline.ReadRange(ctx, kcfg, topic, p, r[0], r[1], func(rec pipeline.Record) error {
+			fn(rec)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pollCredited reads the credited topic's high watermarks every poll interval.

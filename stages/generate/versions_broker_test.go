@@ -97,3 +97,51 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestBoundRecoversInFlightOnBroker: a generate that starts (or restarts:
+// its group resumes past them) counts the trees other runs admitted within
+// the tree TTL and did not complete, from the admissions and completions
+// topics, before any tree starts under the bound.
+func TestBoundRecoversInFlightOnBroker(t *testing.T) {
+	brokerCases(t, func(t *testing.T, brokers []string) {
+		cat := pipelinetest.Catalog(t, brokers, 2)
+		kcfg := pipelinetest.Kafka(brokers)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		now := time.Now().UTC()
+		admit := func(tree string, at time.Time) pipeline.Out {
+			b, err := topics.Encode(&topics.Admission{SchemaVersion: topics.SchemaVersion, TreeID: tree, PolicyVersion: 1,
+				Instance: "earlier", AdmittedAt: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pipeline.Out{Topic: cat.Topic(topics.Admissions), Key: tree, Value: b}
+		}
+		completion := func(tree string) pipeline.Out {
+			b, err := topics.Encode(&topics.Completion{SchemaVersion: topics.SchemaVersion, TreeID: tree, TaskID: "task", Samples: 2, CreditedAt: time.Now().UTC()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pipeline.Out{Topic: cat.Topic(topics.Completions), Key: tree, Value: b}
+		}
+		pipelinetest.Produce(t, brokers, admit("t1", now), admit("t2", now), admit("t3", now),
+			admit("expired", now.Add(-2*time.Hour)), completion("t2"))
+		s, _ := newVersionedStage(t, func(c *Config) {
+			c.Staleness.Enabled = true
+			c.Staleness.PollInterval = 100 * time.Millisecond
+		})
+		s.cat = cat
+		s.Follow(ctx, kcfg)
+		waitFor(t, func() bool {
+			s.bnd.mu.Lock()
+			defer s.bnd.mu.Unlock()
+			return !s.bnd.recovering
+		})
+		s.bnd.standings() // expires what is older than the tree TTL
+		s.bnd.mu.Lock()
+		defer s.bnd.mu.Unlock()
+		if len(s.bnd.flight) != 2 || s.bnd.flight["t1"].version != 1 || s.bnd.flight["t3"].version != 1 {
+			t.Fatalf("in flight after recovery: %v, want t1 and t3 at version 1", s.bnd.flight)
+		}
+	})
+}

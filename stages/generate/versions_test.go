@@ -429,3 +429,40 @@ func TestBoundCountsFromVersionStart(t *testing.T) {
 		t.Errorf("past k into the version: %d trees admitted, want 5", n)
 	}
 }
+
+// TestBoundRecovering: while the trees in flight before a restart are
+// being counted, no tree starts under a bound; recovered admissions count
+// from when they were admitted and expire a tree TTL after that; a tree
+// whose completion was read first is not counted.
+func TestBoundRecovering(t *testing.T) {
+	now := time.Unix(10000, 0)
+	b := newBound(time.Minute, time.Hour, func() time.Time { return now })
+	allow := func() bool { ok, _ := b.allowLocked(now); return ok }
+	b.setProgress(&topics.TrainerProgress{TrainerID: "a", MaxStaleness: intp(1), TreesPerVersion: 2,
+		Consumed: map[string]int64{"0": 0}, UpdatedAt: now})
+	b.setEnds(map[int]int64{0: 0}, now)
+	b.setRecovering(true)
+	if allow() {
+		t.Fatal("admitted while recovering")
+	}
+	b.completed("done")
+	b.admittedAt("done", 1, now.Add(-time.Minute))
+	b.admittedAt("old", 1, now.Add(-2*time.Hour))
+	b.admittedAt("a", 1, now.Add(-time.Minute))
+	b.admittedAt("b", 2, time.Time{})
+	b.setRecovering(false)
+	if trees, _, _ := b.inFlight(); trees != 3 {
+		t.Fatalf("%d trees in flight, want 3 (old, a, b) before expiry", trees)
+	}
+	if st := b.standings(); len(st) != 1 || st[0].Backlog != 2 { // expires "old"
+		t.Fatalf("standings %+v, want a backlog of 2 (a, b)", st)
+	}
+	if !allow() {
+		t.Fatal("held back at a backlog of 2 of 4")
+	}
+	now = now.Add(59*time.Minute + 30*time.Second)
+	b.standings()
+	if trees, _, _ := b.inFlight(); trees != 1 {
+		t.Fatalf("%d trees in flight a tree TTL after a's admission, want 1 (b)", trees)
+	}
+}
