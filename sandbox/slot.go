@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -408,13 +409,24 @@ func (c *capture) run(r io.ReadCloser, done *sync.WaitGroup) {
 	}
 }
 
-// program is what the candidate process reads: its own code, nothing of
-// the tests.
-type program struct {
-	Mode       string `json:"mode"`
-	Code       string `json:"code"`
-	EntryPoint string `json:"entry_point,omitempty"`
-	Setup      string `json:"setup,omitempty"`
+// encodeProgram is what the candidate process reads: its own code, nothing
+// of the tests. The fields are harness.py's PROGRAM_FIELDS, each a 4-byte
+// big-endian length and its UTF-8 bytes.
+func encodeProgram(job *Job) ([]byte, error) {
+	fields := []string{job.Mode, job.EntryPoint, job.Setup, job.Code}
+	n := 0
+	for _, f := range fields {
+		if len(f) > math.MaxInt32 {
+			return nil, fmt.Errorf("program field of %d bytes", len(f))
+		}
+		n += 4 + len(f)
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
+	return b, nil
 }
 
 // testsPayload is what the judge reads.
@@ -500,7 +512,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		res.SandboxError, res.SandboxErrorKind = fmt.Sprintf("unknown job mode %q", job.Mode), topics.SandboxErrorInvalidJob
 		return res
 	}
-	prog, err := json.Marshal(program{Mode: job.Mode, Code: job.Code, EntryPoint: job.EntryPoint, Setup: job.Setup})
+	prog, err := encodeProgram(job)
 	if err != nil {
 		res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
 		return res
