@@ -189,8 +189,9 @@ func (v *versions) advance(ctx context.Context) error {
 	return nil
 }
 
-// policies builds and keeps one policy per model name (OpenAI: a client
-// whose requests name that model).
+// policies builds and keeps one policy per model name (OpenAI: a view of
+// the configured policy whose requests name that model, over its client or
+// server pool: evicting one releases nothing).
 type policies struct {
 	mu    sync.Mutex
 	byMod map[string]policy.Policy
