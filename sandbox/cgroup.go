@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +33,60 @@ type cgroups struct {
 	oom      map[int]int64
 	base     map[int]int64 // anonymous + shared memory right after the slot started
 	disabled bool
+	files    openFiles // the groups' files read per job, kept open
+}
+
+// openFiles keeps cgroup files open and rereads them from offset 0: a
+// cgroup file regenerates its content on every read, and a job reads
+// several of them (CPU while it runs, memory and OOM kills after), each
+// an open, a path walk and a close otherwise.
+type openFiles struct {
+	mu sync.Mutex
+	m  map[string]*os.File
+}
+
+func (o *openFiles) read(path string) ([]byte, error) {
+	o.mu.Lock()
+	f, ok := o.m[path]
+	if !ok {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			o.mu.Unlock()
+			return nil, err
+		}
+		if o.m == nil {
+			o.m = map[string]*os.File{}
+		}
+		o.m[path] = f
+	}
+	o.mu.Unlock()
+	b := make([]byte, 0, 4<<10)
+	for {
+		n, err := f.ReadAt(b[len(b):cap(b)], int64(len(b)))
+		b = b[:len(b)+n]
+		if err == io.EOF || (err == nil && n == 0) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// closeUnder closes the files kept open under dir (a group being removed
+// or replaced).
+func (o *openFiles) closeUnder(dir string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for p, f := range o.m {
+		if strings.HasPrefix(p, dir+"/") {
+			f.Close()
+			delete(o.m, p)
+		}
+	}
 }
 
 func newCgroups(memoryMB, procs int) *cgroups {
@@ -139,6 +194,7 @@ func (c *cgroups) attach(slot, rootPID int) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
+	c.files.closeUnder(dir)
 	limit := strconv.FormatInt(int64(c.memoryMB)<<20, 10)
 	var err error
 	if c.v2 {
@@ -170,6 +226,8 @@ func (c *cgroups) attach(slot, rootPID int) {
 		cdir = filepath.Join(c.cpuRoot, "slot"+strconv.Itoa(slot))
 		if os.MkdirAll(cdir, 0o755) != nil {
 			cdir = ""
+		} else {
+			c.files.closeUnder(cdir)
 		}
 	}
 	for _, pid := range processTree(rootPID) {
@@ -204,7 +262,7 @@ func (c *cgroups) cpu(slot int) (time.Duration, bool) {
 		return 0, false
 	}
 	if v2 {
-		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		b, err := c.files.read(filepath.Join(dir, "cpu.stat"))
 		if err != nil {
 			return 0, false
 		}
@@ -216,7 +274,7 @@ func (c *cgroups) cpu(slot int) (time.Duration, bool) {
 		}
 		return 0, false
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	b, err := c.files.read(filepath.Join(dir, "cpuacct.usage"))
 	if err != nil {
 		return 0, false
 	}
@@ -232,6 +290,8 @@ func (c *cgroups) pids(slot int) ([]int, bool) {
 	if !ok {
 		return nil, false
 	}
+	// Read afresh each time: cgroup v1 keeps the pid list it built for
+	// an open file and serves it again to later reads of that file.
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil, false
@@ -257,7 +317,7 @@ func (c *cgroups) leaked(slot int) int64 {
 }
 
 func (c *cgroups) residentLocked(slot int) int64 {
-	b, err := os.ReadFile(filepath.Join(c.slots[slot], "memory.stat"))
+	b, err := c.files.read(filepath.Join(c.slots[slot], "memory.stat"))
 	if err != nil {
 		return 0
 	}
@@ -281,7 +341,7 @@ func (c *cgroups) readOOM(dir string) int64 {
 	if c.v2 {
 		name = "memory.events"
 	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := c.files.read(filepath.Join(dir, name))
 	if err != nil {
 		return 0
 	}
@@ -325,6 +385,7 @@ func (c *cgroups) remove() {
 		}
 	}
 	for _, d := range dirs {
+		c.files.closeUnder(d)
 		for i := 0; i < 50 && os.Remove(d) != nil && dirExists(d); i++ {
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -464,16 +464,53 @@ func makeTests(job *Job, seed int64) ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// pipes makes n pipes; on failure none is left open.
-func pipes(n int) ([][2]*os.File, error) {
-	out := make([][2]*os.File, 0, n)
-	for range n {
-		r, w, err := os.Pipe()
+// smallWrite is the most murphy writes into a fresh pipe at once, without
+// waiting: even a pipe cut down to one page by the user's pipe quota holds it.
+const smallWrite = 4 << 10
+
+// pipeKind says which ends of a job's pipe murphy itself waits on.
+type pipeKind struct {
+	pollRead, pollWrite bool
+}
+
+var (
+	readPipe = pipeKind{pollRead: true}  // murphy reads what the sandbox writes
+	feedPipe = pipeKind{}                // murphy writes once, at most smallWrite
+	bulkPipe = pipeKind{pollWrite: true} // murphy writes more than smallWrite
+)
+
+// feed is the kind of pipe that carries n bytes into the sandbox.
+func feed(n int) pipeKind {
+	if n > smallWrite {
+		return bulkPipe
+	}
+	return feedPipe
+}
+
+// pipes makes one pipe of each kind; on failure none is left open. Only the
+// ends murphy waits on are non-blocking and in Go's poller: the sandbox's
+// ends are passed on and closed, and registering them (and a small write's
+// end) cost two epoll calls each per job.
+func pipes(kinds ...pipeKind) ([][2]*os.File, error) {
+	out := make([][2]*os.File, 0, len(kinds))
+	for _, k := range kinds {
+		var p [2]int
+		err := unix.Pipe2(p[:], unix.O_CLOEXEC)
+		if err == nil && k.pollRead {
+			err = unix.SetNonblock(p[0], true)
+		}
+		if err == nil && k.pollWrite {
+			err = unix.SetNonblock(p[1], true)
+		}
 		if err != nil {
+			if p[0] > 0 {
+				unix.Close(p[0])
+				unix.Close(p[1])
+			}
 			closeAll(out)
 			return nil, err
 		}
-		out = append(out, [2]*os.File{r, w})
+		out = append(out, [2]*os.File{os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1")})
 	}
 	return out, nil
 }
@@ -526,11 +563,11 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	}
 	// program, stdin, stdout, stderr, and for a stdio program its hints
 	// (a function job's channel is a socket to the judge): {read, write}.
-	n := 4
+	kinds := []pipeKind{feed(len(prog)), feed(len(job.Stdin)), readPipe, readPipe}
 	if !function {
-		n = 5
+		kinds = append(kinds, readPipe)
 	}
-	ps, err := pipes(n)
+	ps, err := pipes(kinds...)
 	if err != nil {
 		return fail(topics.SandboxErrorInternal, "pipe: %v", err)
 	}
@@ -547,7 +584,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	id := s.seq
 	var testsW, reportR *os.File
 	if function {
-		tp, err := pipes(2)
+		tp, err := pipes(feed(len(tests)), readPipe)
 		if err != nil {
 			closeAll(ps)
 			chanJudge.Close()
@@ -629,10 +666,18 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		}
 		w.Close()
 	}
-	go writeAll(ps[0][1], prog)
-	go writeAll(ps[1][1], job.Stdin)
-	if testsW != nil {
-		go writeAll(testsW, tests)
+	// A small payload fits the fresh pipe: written now, with no goroutine.
+	for _, f := range []struct {
+		w *os.File
+		b []byte
+	}{{ps[0][1], prog}, {ps[1][1], job.Stdin}, {testsW, tests}} {
+		switch {
+		case f.w == nil:
+		case len(f.b) <= smallWrite:
+			writeAll(f.w, f.b)
+		default:
+			go writeAll(f.w, f.b)
+		}
 	}
 
 	judged := !function
