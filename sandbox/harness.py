@@ -141,6 +141,17 @@ def read_all(fd, limit):
     return b"".join(chunks)
 
 
+# The seed random holds in the worker's image: seeded once there with the
+# pool's seed (nothing in the worker draws from it), so a job with that seed
+# need not reseed it (~20 page faults of its process).
+SEEDED = [None]
+
+
+def seed_random(seed):
+    random.seed(seed)
+    SEEDED[0] = seed
+
+
 def drop_to(uid):
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -392,8 +403,15 @@ def safe_repr(v, limit=2000):
 _LEN = struct.Struct(">I")
 
 
+# One encoder and decoder for every frame (json.dumps with options builds a
+# new encoder per call; json.loads of bytes first detects their encoding:
+# frames are always UTF-8).
+_encode_frame = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_decode_json = json.JSONDecoder().decode
+
+
 def send_frame(fd, obj):
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = _encode_frame(obj).encode("utf-8")
     view = memoryview(_LEN.pack(len(data)) + data)
     while view:
         view = view[os.write(fd, view):]
@@ -427,9 +445,9 @@ class Frames:
             raise FrameTooLarge(n)
         if not self._fill(4 + n):
             return None
-        body = bytes(self.buf[4:4 + n])
+        body = self.buf[4:4 + n].decode("utf-8")
         del self.buf[:4 + n]
-        return json.loads(body)
+        return _decode_json(body)
 
 
 # ------------------------------------------------------------------ worker
@@ -447,6 +465,8 @@ def serve():
     os.environ.pop("PWD", None)
     sys.stdin.reconfigure(errors="surrogateescape")
     sys.stdout.reconfigure(errors="surrogateescape")
+    if "--seed" in args:
+        seed_random(int(args[args.index("--seed") + 1]))
     OWN_PIDS.update((1, os.getpid(), start_judge(judge_uid)))
     gc.collect()
     gc.freeze()
@@ -667,7 +687,9 @@ def candidate_child(req, uid, prog_r, stdin_r, out_w, err_w, chan, armed_w):
         # worker's, set by bwrap; the standard streams are the worker's
         # objects over descriptors 0-2 (configured in serve), which are now
         # the job's (nothing was ever read or written through them before).
-        random.seed(int(req.get("seed", 0)))
+        seed = int(req.get("seed", 0))
+        if seed != SEEDED[0]:
+            random.seed(seed)
         del req
         os.write(4, b"1")
         os.close(4)
@@ -982,6 +1004,29 @@ def cached_compile(src, name, mode):
     return code
 
 
+def compiled_assert(src):
+    """An assert test as ("eval", its condition) when it is one assert or
+    expression (so that a false condition is a wrong answer whatever the
+    message), else ("exec", the statements); cached like cached_compile."""
+    key = (src, "<test>", "assert")
+    hit = _code_cache.get(key)
+    if hit is not None:
+        _code_cache.move_to_end(key)
+        return hit
+    tree = ast.parse(src.strip(), "<test>", "exec")
+    if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assert, ast.Expr)):
+        node = tree.body[0]
+        expr = ast.Expression(node.test if isinstance(node, ast.Assert) else node.value)
+        ast.fix_missing_locations(expr)
+        hit = ("eval", compile(expr, "<test>", "eval"))
+    else:
+        hit = ("exec", compile(tree, "<test>", "exec"))
+    _code_cache[key] = hit
+    if len(_code_cache) > 8192:
+        _code_cache.popitem(last=False)
+    return hit
+
+
 def judge_serve(ctrl):
     gc.collect()
     gc.freeze()
@@ -991,7 +1036,7 @@ def judge_serve(ctrl):
         tests_r, chan, report_w = fds
         report = []
         try:
-            payload = json.loads(read_all(tests_r, MAX_PAYLOAD))
+            payload = _decode_json(read_all(tests_r, MAX_PAYLOAD).decode("utf-8"))
             os.close(tests_r)
             # The builtins module is the judge's own; restore it in case a
             # task's code changed it.
@@ -1225,14 +1270,11 @@ def run_test(t, g):
     proxy."""
     kind = t.get("kind")
     if kind == "assert":
-        tree = ast.parse(t["code"].strip(), "<test>", "exec")
-        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assert, ast.Expr)):
-            node = tree.body[0]
-            expr = ast.Expression(node.test if isinstance(node, ast.Assert) else node.value)
-            ast.fix_missing_locations(expr)
-            ok = bool(eval(compile(expr, "<test>", "eval"), g))
+        mode, code = compiled_assert(t["code"])
+        if mode == "eval":
+            ok = bool(eval(code, g))
         else:
-            exec(compile(tree, "<test>", "exec"), g)
+            exec(code, g)
             ok = True
         return {"status": "passed" if ok else "wrong"}
     if kind == "check":

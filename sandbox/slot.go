@@ -89,6 +89,7 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 		"--chdir", "/tmp",
 		"--", cfg.Python, "-I", "-B", harnessMount+"/harness.py",
 		"--job-uid", strconv.Itoa(uid), "--judge-uid", strconv.Itoa(judgeUID),
+		"--seed", strconv.FormatInt(cfg.Seed, 10),
 	)
 }
 
