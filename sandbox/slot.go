@@ -46,7 +46,7 @@ type slot struct {
 	uid      int // the candidates'
 	judgeUID int
 	cfg      *Config
-	dir      string // host directory with harness.py
+	dir      string // host directory with harness.py and harness.pyc
 	cmd      *exec.Cmd
 	ctrl     *net.UnixConn
 	judge    *net.UnixConn
@@ -87,7 +87,7 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 		"--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN",
 		"--cap-add", "CAP_DAC_READ_SEARCH",
 		"--chdir", "/tmp",
-		"--", cfg.Python, "-I", "-B", harnessMount+"/harness.py",
+		"--", cfg.Python, "-I", "-B", harnessMount+"/"+harnessCompiled,
 		"--job-uid", strconv.Itoa(uid), "--judge-uid", strconv.Itoa(judgeUID),
 		"--seed", strconv.FormatInt(cfg.Seed, 10),
 	)
