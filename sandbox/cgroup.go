@@ -306,14 +306,36 @@ func (c *cgroups) pids(slot int) ([]int, bool) {
 }
 
 // leaked returns how far the slot's anonymous and shared memory stays above
-// what it held right after it started (0 without a cgroup).
-func (c *cgroups) leaked(slot int) int64 {
+// what it held right after it started (0 without a cgroup), exactly when it
+// is above limit; below it, possibly an overestimate.
+func (c *cgroups) leaked(slot int, limit int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.slots[slot]; !ok {
 		return 0
 	}
+	// The group's whole charge (a counter) bounds its anonymous and shared
+	// memory from above: within the limit, memory.stat (every statistic of
+	// the group, generated on each read) need not be read.
+	if u, ok := c.usageLocked(slot); ok && u-c.base[slot] <= limit {
+		return u - c.base[slot]
+	}
 	return c.residentLocked(slot) - c.base[slot]
+}
+
+// usageLocked is the memory charged to the slot's group, page cache
+// included.
+func (c *cgroups) usageLocked(slot int) (int64, bool) {
+	name := "memory.usage_in_bytes"
+	if c.v2 {
+		name = "memory.current"
+	}
+	b, err := c.files.read(filepath.Join(c.slots[slot], name))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
 }
 
 func (c *cgroups) residentLocked(slot int) int64 {

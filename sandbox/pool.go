@@ -191,7 +191,7 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 	if oom := p.cg.oomKilled(ps.id); oom && res.SandboxError == "" {
 		res.MemoryKilled = true
 	}
-	if n := p.cg.leaked(ps.id); n > leakLimit && ps.s.broken == "" {
+	if n := p.cg.leaked(ps.id, leakLimit); n > leakLimit && ps.s.broken == "" {
 		ps.s.broken = fmt.Sprintf("the slot holds %d MiB more than at start after a job", n>>20)
 	}
 	if ps.s.broken != "" {
