@@ -551,13 +551,11 @@ def run_job(ctrl, req, fds, uid):
 
 def proc_uid(pid):
     try:
-        with open("/proc/%s/status" % pid) as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
+        data = read_small("/proc/%s/status" % pid)
     except OSError:
         return None
-    return None
+    i = data.find(b"\nUid:")
+    return int(data[i + 5:].split(None, 1)[0]) if i >= 0 else None
 
 
 # The sandbox's own processes (its init, the worker, the judge), whose
@@ -626,11 +624,25 @@ def ipc_objects():
     n = 0
     for name in ("shm", "sem", "msg"):
         try:
-            with open("/proc/sysvipc/" + name) as f:
-                n += max(0, len(f.read().splitlines()) - 1)
+            n += max(0, read_small("/proc/sysvipc/" + name).count(b"\n") - 1)
         except OSError:
             pass
     return n
+
+
+def read_small(path):
+    """A small file's bytes, without io objects (three of them cost each
+    job ~300 us through open())."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
 
 
 def clean_job(uid):
