@@ -161,13 +161,19 @@ def drop_to(uid):
         raise RuntimeError("privileges were not dropped")
 
 
-def status_field(name, base=10):
-    """A numeric field of /proc/self/status, read without io objects."""
-    fd = os.open("/proc/self/status", os.O_RDONLY)
+def read_small(path):
+    """A small file's bytes, without io objects (open() and its text
+    wrapper cost the worker's checks ~300 us per job)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        data = os.read(fd, 1 << 16)
+        return read_all(fd, MAX_PAYLOAD)
     finally:
         os.close(fd)
+
+
+def status_field(name, base=10, path="/proc/self/status"):
+    """A numeric field of a process's status file (-1 when absent)."""
+    data = read_small(path)
     i = data.find(b"\n" + name)
     if i < 0:
         return -1
@@ -551,11 +557,9 @@ def run_job(ctrl, req, fds, uid):
 
 def proc_uid(pid):
     try:
-        data = read_small("/proc/%s/status" % pid)
+        return status_field(b"Uid:", path="/proc/%s/status" % pid)
     except OSError:
         return None
-    i = data.find(b"\nUid:")
-    return int(data[i + 5:].split(None, 1)[0]) if i >= 0 else None
 
 
 # The sandbox's own processes (its init, the worker, the judge), whose
@@ -628,21 +632,6 @@ def ipc_objects():
         except OSError:
             pass
     return n
-
-
-def read_small(path):
-    """A small file's bytes, without io objects (three of them cost each
-    job ~300 us through open())."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while True:
-            b = os.read(fd, 1 << 16)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
-    finally:
-        os.close(fd)
 
 
 def clean_job(uid):
@@ -1002,42 +991,37 @@ class Proxy:
 _code_cache = collections.OrderedDict()
 
 
-def cached_compile(src, name, mode):
-    key = (src, name, mode)
-    code = _code_cache.get(key)
-    if code is None:
-        code = compile(src, name, mode)
-        _code_cache[key] = code
-        # A group's samples run the same task's tests one after another;
-        # room for a few hundred tasks' worth of them.
+def cached(key, build):
+    """build(), remembered under key: a group's samples run the same task's
+    tests one after another; room for a few hundred tasks' worth of them."""
+    hit = _code_cache.get(key)
+    if hit is None:
+        hit = _code_cache[key] = build()
         if len(_code_cache) > 8192:
             _code_cache.popitem(last=False)
     else:
         _code_cache.move_to_end(key)
-    return code
+    return hit
+
+
+def cached_compile(src, name, mode):
+    return cached((src, name, mode), lambda: compile(src, name, mode))
 
 
 def compiled_assert(src):
     """An assert test as ("eval", its condition) when it is one assert or
     expression (so that a false condition is a wrong answer whatever the
-    message), else ("exec", the statements); cached like cached_compile."""
-    key = (src, "<test>", "assert")
-    hit = _code_cache.get(key)
-    if hit is not None:
-        _code_cache.move_to_end(key)
-        return hit
-    tree = ast.parse(src.strip(), "<test>", "exec")
-    if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assert, ast.Expr)):
-        node = tree.body[0]
-        expr = ast.Expression(node.test if isinstance(node, ast.Assert) else node.value)
-        ast.fix_missing_locations(expr)
-        hit = ("eval", compile(expr, "<test>", "eval"))
-    else:
-        hit = ("exec", compile(tree, "<test>", "exec"))
-    _code_cache[key] = hit
-    if len(_code_cache) > 8192:
-        _code_cache.popitem(last=False)
-    return hit
+    message), else ("exec", the statements)."""
+    def build():
+        tree = ast.parse(src.strip(), "<test>", "exec")
+        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assert, ast.Expr)):
+            node = tree.body[0]
+            expr = ast.Expression(node.test if isinstance(node, ast.Assert) else node.value)
+            ast.fix_missing_locations(expr)
+            return "eval", compile(expr, "<test>", "eval")
+        return "exec", compile(tree, "<test>", "exec")
+
+    return cached((src, "<test>", "assert"), build)
 
 
 def judge_serve(ctrl):

@@ -89,6 +89,32 @@ func TestPoolProgramJob(t *testing.T) {
 	}
 }
 
+// TestPoolLargePayloads: a program, its stdin and its tests larger than a
+// pipe holds are fed while the job runs (beyond smallWrite murphy writes
+// from a goroutine), and a second job on the same slot is unaffected.
+func TestPoolLargePayloads(t *testing.T) {
+	p := testPool(t, 1)
+	pad := "# " + strings.Repeat("x", 100<<10) + "\n"
+	stdin := []byte(strings.Repeat("1\n", 100<<10))
+	res := run(t, p, &Job{Mode: ModeProgram, Code: pad + "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n", Stdin: stdin})
+	if res.SandboxError != "" || string(res.Stdout) != "102400\n" {
+		t.Fatalf("%+v stdout=%q stderr=%q", res, res.Stdout, res.Stderr)
+	}
+	var tests []Test
+	for i := range 2000 {
+		tests = append(tests, Test{Kind: TestValue, Args: strconv.Itoa(i), Expected: strconv.Itoa(i + 1)})
+	}
+	res = run(t, p, &Job{Mode: ModeFunction, Code: pad + "def f(x):\n    return x + 1\n", EntryPoint: "f", Tests: tests})
+	if res.SandboxError != "" {
+		t.Fatalf("%+v", res)
+	}
+	for i, r := range res.Tests {
+		if !r.Passed {
+			t.Fatalf("test %d: %+v", i, r)
+		}
+	}
+}
+
 // TestDeadWorkerIsReplaced kills a sandbox from outside during a job: the
 // job is a sandbox_error (not the candidate's fault) and the next job runs
 // in a fresh sandbox.
