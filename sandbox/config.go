@@ -104,6 +104,13 @@ type Config struct {
 	// Python is the interpreter inside the sandbox; it must live under a
 	// directory that is bound read-only (/usr).
 	Python string `yaml:"python"`
+	// CC is the C compiler that builds the workers' fork server
+	// (forkserver/forkserver.c) when a pool starts, once per process.
+	CC string `yaml:"cc"`
+	// ForkServerDir holds prebuilt fork servers (the container image's);
+	// one built from this murphy's source (forkserver-SHA.so, SHA: the
+	// first 16 hex digits of the source's sha256) is used instead of CC.
+	ForkServerDir string `yaml:"fork_server_dir"`
 	// UIDBase is the first of the UIDCount host uids handed to workers,
 	// one per slot. A uid is locked (flock under LockDir) while a pool
 	// uses it, so pools of several processes never share one.
@@ -131,18 +138,20 @@ type Config struct {
 // DefaultConfig is one warm sandbox per CPU with DefaultLimits.
 func DefaultConfig() Config {
 	return Config{
-		Workers:      0,
-		Bwrap:        "/usr/bin/bwrap",
-		Python:       "/usr/bin/python3",
-		UIDBase:      61000,
-		UIDCount:     1000,
-		LockDir:      os.TempDir(),
-		TmpSizeMB:    64,
-		HashSeed:     0,
-		Seed:         0,
-		SlotMemoryMB: 3072,
-		StartTimeout: 30 * time.Second,
-		Limits:       DefaultLimits(),
+		Workers:       0,
+		Bwrap:         "/usr/bin/bwrap",
+		Python:        "/usr/bin/python3",
+		CC:            "cc",
+		ForkServerDir: "/usr/lib/murphy",
+		UIDBase:       61000,
+		UIDCount:      1000,
+		LockDir:       os.TempDir(),
+		TmpSizeMB:     64,
+		HashSeed:      0,
+		Seed:          0,
+		SlotMemoryMB:  3072,
+		StartTimeout:  30 * time.Second,
+		Limits:        DefaultLimits(),
 	}
 }
 
@@ -151,8 +160,8 @@ func (c Config) Validate() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("sandbox: workers %d < 0", c.Workers)
 	}
-	if c.Bwrap == "" || c.Python == "" {
-		return errors.New("sandbox: bwrap and python paths are required")
+	if c.Bwrap == "" || c.Python == "" || c.CC == "" {
+		return errors.New("sandbox: bwrap, python and cc are required")
 	}
 	if c.UIDBase < 1000 || c.UIDCount < 1 || c.UIDBase+c.UIDCount > 1<<31-2 {
 		return fmt.Errorf("sandbox: uid range %d+%d must be non-root and above 999", c.UIDBase, c.UIDCount)

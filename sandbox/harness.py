@@ -4,19 +4,22 @@ One bubblewrap sandbox per pool slot runs this file as its worker, under
 uid 0 of the host user namespace holding only CAP_SETUID, CAP_SETGID,
 CAP_CHOWN and CAP_DAC_READ_SEARCH, with the pool's seccomp filter. At start
 the worker forks the slot's JUDGE, which drops to the slot's judge uid for
-good. Per job the worker forks one CANDIDATE child, which drops to the slot's
-job uid and runs the program. The worker never reads a job's tests; the
-candidate never receives a test, an expected value or a hidden input before
-the judge calls it with one; the judge never runs candidate code.
+good, warms up and hands its loop to the fork server (forkserver.c, loaded
+with ctypes): per job it forks one CANDIDATE process, which drops to the
+slot's job uid and returns here to run the program. The worker never reads
+a job's tests; the candidate never receives a test, an expected value or a
+hidden input before the judge calls it with one; the judge never runs
+candidate code.
 
 Descriptors: fd 3 is the worker's control socket, fd 4 the judge's
-(SOCK_SEQPACKET, JSON messages, descriptors passed with SCM_RIGHTS).
+(SOCK_SEQPACKET, descriptors passed with SCM_RIGHTS).
 
-  parent -> worker: {"op": "run", "id", "limits"} + [program, stdin, stdout, stderr, chan]
+  parent -> worker: a run request (forkserver.c's struct run_request) +
+                    [program, stdin, stdout, stderr, chan]
   worker -> parent: {"ev": "ready", "pid", "vmsize"},
                     {"ev": "end", "id", "status", "armed", "utime", "stime", "maxrss",
                      "ok", "left", "why"} once the job's main process exited and
-                    the slot was cleaned up
+                    the slot was cleaned up, {"ev": "error", "id", "error"}
   parent -> judge:  {"op": "judge", "id", "frame_bytes"} + [tests, chan, report]
   judge -> parent:  {"ev": "ready"}, {"ev": "judged", "id"}; on report, one JSON
                     line per event: {"ev": "load", ...}, {"ev": "test", "i", ...},
@@ -27,32 +30,19 @@ JSON frames; calls go one way, typed values (see encode) the other. Nothing
 the candidate sends is more than a claim about a value it computed.
 """
 
-import os
-
-# The worker forks every job's process (and the judge) from one thread, and
-# each of them seeds random itself. The handlers random and threading register
-# for the child of a fork (a reseed from urandom; rebuilding threading's
-# record of the one thread there is) would change nothing there but cost every
-# job ~150 page faults of copy-on-write memory, a third of what its process
-# faults in all. Modules imported while the worker warms up register none (see
-# warm_up); a module a program imports in its own process registers as usual.
-_register_at_fork = os.register_at_fork
-os.register_at_fork = lambda **kw: None
-
 import binascii
 import builtins
 import collections
+import ctypes
 import gc
-import io
 import json
 import linecache
+import os
 import random
 import resource
-import signal
 import socket
 import struct
 import sys
-import time
 import traceback
 
 # Modules programs commonly import, loaded once in the worker so that every
@@ -80,8 +70,9 @@ def judge_imports():
 WORKER_FD = 3
 JUDGE_FD = 4
 CHAN_FD = 3  # the candidate's end of chan, once it runs
-JOB_DIR = "/tmp/job"
 MAX_PAYLOAD = 64 << 20
+HARNESS_FAILURE = 121
+FORK_SERVER = os.path.join(os.path.dirname(__file__), "forkserver.so")
 JUDGE_MEMORY = 768 << 20
 SOLUTION_FILE = "solution.py"
 # The file name the harness's code carries (the workers run it compiled).
@@ -89,39 +80,26 @@ HARNESS_FILE = (lambda: None).__code__.co_filename
 
 
 def warm_up(cold):
-    """Imports PRELOAD (unless cold) with no fork handlers registered, then
-    lets later imports (the judge's, a program's) register theirs."""
-    try:
-        for m in () if cold else PRELOAD:
-            try:
-                __import__(m)
-            except Exception:  # a missing optional module only costs warmth
-                pass
-    finally:
-        os.register_at_fork = _register_at_fork
+    """Imports PRELOAD (unless cold)."""
+    for m in () if cold else PRELOAD:
+        try:
+            __import__(m)
+        except Exception:  # a missing optional module only costs warmth
+            pass
 
 
 # The program pipe's payload: these fields, each a 4-byte big-endian length
-# and that many bytes of UTF-8. The job's process parses it with struct and
-# bytes alone (JSON's decoder touched ~80 more pages of the warm image: a
-# page fault each).
+# and that many bytes of UTF-8, read and checked by the fork server before
+# the job's process is armed.
 PROGRAM_FIELDS = ("mode", "entry_point", "setup", "code")
 
 
-def read_program(fd):
-    data = read_all(fd, MAX_PAYLOAD)
+def parse_program(data):
     prog, off = {}, 0
     for name in PROGRAM_FIELDS:
-        if off + 4 > len(data):
-            raise ValueError("program payload truncated at %s" % name)
         (n,) = _LEN.unpack_from(data, off)
-        off += 4
-        if off + n > len(data):
-            raise ValueError("program payload truncated in %s" % name)
-        prog[name] = data[off:off + n].decode("utf-8", "replace")
-        off += n
-    if off != len(data):
-        raise ValueError("program payload has %d bytes after its fields" % (len(data) - off))
+        prog[name] = data[off + 4:off + 4 + n].decode("utf-8", "replace")
+        off += 4 + n
     return prog
 
 
@@ -460,6 +438,19 @@ class Frames:
 # ------------------------------------------------------------------ worker
 
 
+class WorkerConfig(ctypes.Structure):
+    """forkserver.c's struct murphy_worker."""
+    _fields_ = [("ctrl_fd", ctypes.c_int32), ("job_uid", ctypes.c_int32),
+                ("own_pids", ctypes.c_int32 * 3), ("reserved", ctypes.c_int32),
+                ("vmsize", ctypes.c_int64)]
+
+
+class JobInfo(ctypes.Structure):
+    """forkserver.c's struct murphy_job, filled in the job's process."""
+    _fields_ = [("id", ctypes.c_int64), ("seed", ctypes.c_int64), ("frame_bytes", ctypes.c_int64),
+                ("program_len", ctypes.c_int64), ("program", ctypes.c_void_p)]
+
+
 def serve():
     ctrl = socket.socket(fileno=WORKER_FD)
     args = sys.argv[1:]
@@ -474,15 +465,23 @@ def serve():
     sys.stdout.reconfigure(errors="surrogateescape")
     if "--seed" in args:
         seed_random(int(args[args.index("--seed") + 1]))
-    OWN_PIDS.update((1, os.getpid(), start_judge(judge_uid)))
+    judge = start_judge(judge_uid)
+    # PyDLL: the call keeps the GIL, and the job's process returns from it
+    # into this interpreter.
+    lib = ctypes.PyDLL(FORK_SERVER)
+    lib.murphy_serve.argtypes = (ctypes.POINTER(WorkerConfig), ctypes.POINTER(JobInfo))
+    lib.murphy_serve.restype = ctypes.c_int
+    cfg = WorkerConfig(ctrl_fd=WORKER_FD, job_uid=job_uid, own_pids=(1, os.getpid(), judge))
+    info = JobInfo()
     gc.collect()
     gc.freeze()
     # A job's address-space budget sits above the warm interpreter's size
     # (what a forked child starts with); measured once.
-    WORKER_VMSIZE[0] = vmsize_bytes()
-    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": WORKER_VMSIZE[0]})
-    for req, fds in requests(ctrl, "run", 5):
-        run_job(ctrl, req, fds, job_uid)
+    cfg.vmsize = vmsize_bytes()
+    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": cfg.vmsize})
+    if lib.murphy_serve(cfg, info) == 1:
+        candidate(info)  # never returns
+    # The control socket closed: the pool let the slot go.
 
 
 def requests(ctrl, op, nfds):
@@ -527,184 +526,32 @@ def start_judge(uid):
     return pid
 
 
-def run_job(ctrl, req, fds, uid):
-    prog_r, stdin_r, out_w, err_w, chan = fds
-    if os.path.lexists(JOB_DIR):
-        clean_job(uid)
-    os.mkdir(JOB_DIR, 0o700)
-    os.chown(JOB_DIR, uid, uid)
-    armed_r, armed_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(armed_r)
-        candidate_child(req, uid, prog_r, stdin_r, out_w, err_w, chan, armed_w)  # never returns
-    os.close(armed_w)
-    for fd in fds:
-        os.close(fd)
-    # One byte once the child holds the job's uid and limits: what happens
-    # after it is the program's doing, before it the sandbox's.
-    armed = os.read(armed_r, 1) == b"1"
-    os.close(armed_r)
-    _, status, ru = os.wait4(pid, 0)
-    try:
-        ok, left, why = clean_job(uid)
-    except Exception:
-        ok, left, why = False, -1, traceback.format_exc()
-    send(ctrl, {"ev": "end", "id": req["id"], "status": status, "armed": armed,
-                "utime": ru.ru_utime, "stime": ru.ru_stime, "maxrss": ru.ru_maxrss,
-                "ok": ok, "left": left, "why": why[-2000:]})
-
-
-def proc_uid(pid):
-    try:
-        return status_field(b"Uid:", path="/proc/%s/status" % pid)
-    except OSError:
-        return None
-
-
-# The sandbox's own processes (its init, the worker, the judge), whose
-# status need not be read to know they are not the job's.
-OWN_PIDS = set()
-WORKER_VMSIZE = [0]
-
-
-def uid_processes(uid):
-    return [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in OWN_PIDS and proc_uid(p) == uid]
-
-
-def as_user(uid, fn):
-    """Runs fn in a forked child holding the job's uid; returns its exit code."""
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            drop_to(uid)
-            fn()
-        except BaseException:
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
-def kill_all(uid):
-    """Kills every process of the job's uid: kill(-1) from that uid signals
-    all of them at once (a fork bomb cannot outrun it)."""
-    left = uid_processes(uid)
-    for attempt in range(200):
-        if not left:
-            return 0
-        as_user(uid, lambda: os.kill(-1, signal.SIGKILL))
-        time.sleep(0.001 * min(attempt, 20))
-        left = uid_processes(uid)
-    return len(left)
-
-
-def wipe_dir(path):
-    """Removes everything in path (run as the job's uid, which owns it all).
-    Directories the job made unreadable are opened up first, top down."""
-    import shutil
-
-    os.chmod(path, 0o700)
-    for root, dirs, _ in os.walk(path):
-        for d in dirs:
-            p = os.path.join(root, d)
-            if not os.path.islink(p):
-                try:
-                    os.chmod(p, 0o700)
-                except OSError:
-                    pass
-    for entry in os.listdir(path):
-        full = os.path.join(path, entry)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full)
-        else:
-            os.unlink(full)
-
-
-def ipc_objects():
-    """System V IPC objects in the slot's namespace (seccomp forbids creating
-    any, so this verifies the filter rather than cleaning up after it)."""
-    n = 0
-    for name in ("shm", "sem", "msg"):
-        try:
-            n += max(0, read_small("/proc/sysvipc/" + name).count(b"\n") - 1)
-        except OSError:
-            pass
-    return n
-
-
-def clean_job(uid):
-    """Kills what is left of a job and wipes what it wrote; reports whether
-    the slot is back to its state before the job."""
-    left = kill_all(uid)
-    ok, why = left == 0, "" if left == 0 else "%d processes survived" % left
-    if os.path.lexists(JOB_DIR):
-        if os.listdir(JOB_DIR) and as_user(uid, lambda: wipe_dir(JOB_DIR)) != 0:
-            ok, why = False, "job directory could not be wiped"
-        try:
-            os.rmdir(JOB_DIR)
-        except OSError:
-            ok, why = False, "job directory could not be removed"
-    for d in ("/dev/shm", "/tmp"):
-        extra = [e for e in os.listdir(d) if d != "/tmp" or e != "job"]
-        if extra:
-            ok, why = False, "%s holds %d entries" % (d, len(extra))
-    if ipc_objects():
-        ok, why = False, "System V IPC objects exist"
-    return ok, left, why
-
-
 # --------------------------------------------------------------- candidate
 
 
-def candidate_child(req, uid, prog_r, stdin_r, out_w, err_w, chan, armed_w):
-    code = 121
+def candidate(info):
+    """The job's process, once the fork server has armed it (descriptors
+    0-3 are stdin, stdout, stderr and chan; the job's uid, limits and
+    directory): runs the program. Its exit status is the job's."""
+    code = HARNESS_FAILURE
     try:
-        prog = read_program(prog_r)
-        os.close(prog_r)
-        for i, fd in enumerate([os.dup(fd) for fd in (stdin_r, out_w, err_w, chan, armed_w)]):
-            os.dup2(fd, i)
-        os.closerange(5, 1 << 16)
-        os.setsid()
-        os.chdir(JOB_DIR)
-        # The job, not the worker or the judge, is what an out-of-memory kill must hit.
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        os.write(fd, b"1000")
-        os.close(fd)
-        lim = req["limits"]
-        budget = WORKER_VMSIZE[0] + int(lim["memory_bytes"])
-        resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
-        # A backstop only: the parent enforces the job's CPU limit over all
-        # its processes from the slot's cgroup.
-        cpu = int(lim["cpu_seconds"])
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (int(lim["file_bytes"]),) * 2)
-        resource.setrlimit(resource.RLIMIT_NPROC, (int(lim["procs"]),) * 2)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (int(lim["open_files"]),) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
-        drop_to(uid)
+        prog = parse_program(ctypes.string_at(info.program, info.program_len))
         # The environment (PATH, LANG, HOME, TMPDIR, PYTHONHASHSEED) is the
         # worker's, set by bwrap; the standard streams are the worker's
         # objects over descriptors 0-2 (configured in serve), which are now
         # the job's (nothing was ever read or written through them before).
-        seed = int(req.get("seed", 0))
-        if seed != SEEDED[0]:
-            random.seed(seed)
-        del req
-        os.write(4, b"1")
-        os.close(4)
-        if prog.get("mode") == "program":
+        if info.seed != SEEDED[0]:
+            random.seed(info.seed)
+        if prog["mode"] == "program":
             code = run_program(prog)
         else:
-            code = serve_calls(prog, int(lim["frame_bytes"]))
+            code = serve_calls(prog, info.frame_bytes)
     except BaseException:
         try:
             os.write(2, ("sandbox harness failure:\n" + traceback.format_exc()).encode())
         except BaseException:
             pass
-        code = 121
+        code = HARNESS_FAILURE
     finally:
         os._exit(code)
 

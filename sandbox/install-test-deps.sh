@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the sandbox and its tests need: bubblewrap, the system
-# Python 3 that runs inside the sandbox (/usr/bin/python3), and the
-# toolchains of the compile-fix tasks' offline builds (gcc and make, a JDK's
-# javac, git for the real-repository tests; Go is the project's own).
+# Python 3 that runs inside the sandbox (/usr/bin/python3), a C compiler and
+# the C library's headers (the workers' fork server is compiled when a pool
+# starts), and the toolchains of the compile-fix tasks' offline builds (gcc
+# and make, a JDK's javac, git for the real-repository tests; Go is the
+# project's own).
 # Idempotent, quiet.
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 [ -x /usr/bin/python3 ] || need+=(python3)
 [ -x /usr/bin/gcc ] || need+=(gcc)
+[ -f /usr/include/stdio.h ] || need+=(libc6-dev)
 [ -x /usr/bin/make ] || need+=(make)
 [ -x /usr/bin/patch ] || need+=(patch)
 [ -x /usr/bin/git ] || need+=(git)

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +19,9 @@ import (
 
 //go:embed harness.py
 var harnessSource []byte
+
+//go:embed forkserver/forkserver.c
+var forkServerSource []byte
 
 // Runner runs jobs; *Pool implements it.
 type Runner interface {
@@ -60,12 +65,12 @@ type poolSlot struct {
 // leave nothing behind, and the judge's caches stay well below it.
 const leakLimit = 64 << 20
 
-// writeHarness puts harness.py, and its compiled form that the workers
-// run, in a fresh host directory that every sandbox binds read-only.
-// Compiling the harness inside each worker left the compiler's garbage in
-// the warm image every job forks (2.2 of its 11 MiB): pages each fork
-// copies the table of and each job's exit unmaps.
-func writeHarness(python string) (string, error) {
+// writeHarness puts harness.py, its compiled form that the workers run and
+// the fork server they load in a fresh host directory that every sandbox
+// binds read-only. Compiling the harness inside each worker left the
+// compiler's garbage in the warm image every job forks (2.2 of its 11 MiB):
+// pages each fork copies the table of and each job's exit unmaps.
+func writeHarness(cfg *Config) (string, error) {
 	dir, err := os.MkdirTemp("", "murphy-sandbox-")
 	if err != nil {
 		return "", fmt.Errorf("sandbox: %w", err)
@@ -81,15 +86,95 @@ func writeHarness(python string) (string, error) {
 	}
 	// The code names the path the workers see, so that tracebacks and the
 	// harness's own frame filter read as they would from the source.
-	compile := exec.Command(python, "-I", "-B", "-c",
+	compile := exec.Command(cfg.Python, "-I", "-B", "-c",
 		"import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True)",
 		src, filepath.Join(dir, harnessCompiled), harnessMount+"/harness.py")
 	compile.Env = []string{}
 	if out, err := compile.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("sandbox: compiling the harness with %s: %v\n%s", python, err, out)
+		return "", fmt.Errorf("sandbox: compiling the harness with %s: %v\n%s", cfg.Python, err, out)
+	}
+	if err := installForkServer(cfg, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", err
 	}
 	return dir, nil
+}
+
+// forkServerName is the fork server's file name: the first 16 hex digits
+// of the sha256 of its source, so that a prebuilt library (Config.ForkServerDir)
+// is only ever the one built from this murphy's source.
+var forkServerName = func() string {
+	sum := sha256.Sum256(forkServerSource)
+	return "forkserver-" + hex.EncodeToString(sum[:8]) + ".so"
+}()
+
+// ForkServerName is the file name a prebuilt fork server of this build has
+// in Config.ForkServerDir.
+func ForkServerName() string { return forkServerName }
+
+// forkServers holds the fork servers this process compiled, by compiler.
+var forkServers sync.Map // cc -> *forkServerBuild
+
+type forkServerBuild struct {
+	once sync.Once
+	lib  []byte
+	err  error
+}
+
+// installForkServer puts the fork server at dir/forkserver.so: the
+// prebuilt one in cfg.ForkServerDir when it holds this source's build,
+// else one compiled with cfg.CC (once per process and compiler).
+func installForkServer(cfg *Config, dir string) error {
+	dst := filepath.Join(dir, "forkserver.so")
+	if cfg.ForkServerDir != "" {
+		if lib, err := os.ReadFile(filepath.Join(cfg.ForkServerDir, forkServerName)); err == nil {
+			return writeFile(dst, lib)
+		}
+	}
+	b, _ := forkServers.LoadOrStore(cfg.CC, &forkServerBuild{})
+	build := b.(*forkServerBuild)
+	build.once.Do(func() { build.lib, build.err = compileForkServer(cfg.CC) })
+	if build.err != nil {
+		return build.err
+	}
+	return writeFile(dst, build.lib)
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
+}
+
+// compileForkServer compiles forkserver.c with cc and returns the library.
+// Its symbols are bound when the worker loads it (-z now), not on a job's
+// first call: a lazy binding in a job's process writes the library's GOT
+// there.
+func compileForkServer(cc string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "murphy-forkserver-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src, lib := filepath.Join(tmp, "forkserver.c"), filepath.Join(tmp, "forkserver.so")
+	if err := writeFile(src, forkServerSource); err != nil {
+		return nil, err
+	}
+	build := exec.Command(cc, forkServerFlags(src, lib)...)
+	build.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("sandbox: compiling the fork server with %s (needs a C compiler and the C library's headers: apt-get install -y gcc libc6-dev, or a prebuilt %s in fork_server_dir): %v\n%s",
+			cc, forkServerName, err, out)
+	}
+	return os.ReadFile(lib)
+}
+
+// forkServerFlags are the compiler's arguments that build the fork server
+// from src into lib.
+func forkServerFlags(src, lib string) []string {
+	return []string{"-std=gnu11", "-O2", "-fPIC", "-shared", "-Wl,-z,now", "-o", lib, src}
 }
 
 // harnessCompiled is the file the workers run: harness.py compiled by the
@@ -110,7 +195,7 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("sandbox: %w (install with: apt-get install -y bubblewrap python3)", err)
 		}
 	}
-	dir, err := writeHarness(cfg.Python)
+	dir, err := writeHarness(&cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -430,6 +430,32 @@ func encodeProgram(job *Job) ([]byte, error) {
 	return b, nil
 }
 
+// Run requests are forkserver.c's struct run_request: its magic and
+// version, then eight 64-bit integers, in the host's byte order.
+const (
+	runMagic   = 0x4e55524d // "MRUN"
+	runVersion = 1
+)
+
+// encodeRun is the worker's request to run job id under lim.
+func encodeRun(id, seed int64, lim Limits) []byte {
+	b := make([]byte, 0, 8+8*8)
+	b = binary.NativeEndian.AppendUint32(b, runMagic)
+	b = binary.NativeEndian.AppendUint32(b, runVersion)
+	for _, v := range []int64{
+		id, seed,
+		int64(lim.MemoryMB) << 20,
+		int64(math.Ceil(lim.CPU.Seconds())) + 1,
+		int64(lim.FileSizeMB) << 20,
+		int64(lim.Procs),
+		int64(lim.OpenFiles),
+		int64(lim.ReportBytes),
+	} {
+		b = binary.NativeEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
 // testsPayload is what the judge reads.
 type testsPayload struct {
 	EntryPoint string        `json:"entry_point"`
@@ -610,17 +636,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	if s.cpu != nil {
 		cpuBase, haveCPU = s.cpu()
 	}
-	hdr, _ := json.Marshal(map[string]any{
-		"op": "run", "id": id, "seed": s.cfg.Seed, "hash_seed": s.cfg.HashSeed,
-		"limits": map[string]any{
-			"memory_bytes": int64(lim.MemoryMB) << 20,
-			"cpu_seconds":  int64(math.Ceil(lim.CPU.Seconds())) + 1,
-			"file_bytes":   int64(lim.FileSizeMB) << 20,
-			"procs":        lim.Procs,
-			"open_files":   lim.OpenFiles,
-			"frame_bytes":  lim.ReportBytes,
-		},
-	})
+	hdr := encodeRun(id, s.cfg.Seed, lim)
 	rights := syscall.UnixRights(int(ps[0][0].Fd()), int(ps[1][0].Fd()), int(ps[2][1].Fd()), int(ps[3][1].Fd()), int(chanCand.Fd()))
 	_, _, err = s.ctrl.WriteMsgUnix(hdr, rights, nil)
 	// Our copies of the sandbox's ends go now, so EOF means the job's

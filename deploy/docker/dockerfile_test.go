@@ -24,6 +24,7 @@ import (
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 	"github.com/murphy-rl/murphy/deploy/internal/metricnames"
+	"github.com/murphy-rl/murphy/sandbox"
 )
 
 // binary is where the image has murphy, its entrypoint.
@@ -287,6 +288,51 @@ func TestDockerfileRuntime(t *testing.T) {
 				t.Errorf("Go toolchain at /usr/local/go: %v, want it only with TOOLCHAINS=compilefix", goroot)
 			}
 		})
+	}
+}
+
+// TestDockerfileForkServer runs the builder's fork server command (with
+// /out in a temporary directory): it must compile the source into the file
+// name a pool looks for, and every runtime must copy it to the directory a
+// pool looks in.
+func TestDockerfileForkServer(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc")
+	}
+	d := parse(t)
+	var build *instructions.RunCommand
+	builder := -1
+	for i := range d.stages {
+		for _, r := range commands[*instructions.RunCommand](d, []int{i}) {
+			if strings.Contains(strings.Join(r.CmdLine, " "), "forkserver") {
+				build, builder = r, i
+			}
+		}
+	}
+	if build == nil {
+		t.Fatal("no RUN builds the fork server")
+	}
+	out := t.TempDir()
+	cmd := exec.Command("bash", "-euc", strings.ReplaceAll(strings.Join(build.CmdLine, " "), "/out/", out+"/"))
+	cmd.Dir = metricnames.Root(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "lib", sandbox.ForkServerName())); err != nil {
+		entries, _ := os.ReadDir(filepath.Join(out, "lib"))
+		t.Fatalf("the builder does not make %s (made %v)", sandbox.ForkServerName(), entries)
+	}
+	want := filepath.Clean(sandbox.DefaultConfig().ForkServerDir)
+	for _, tc := range toolchains {
+		copied := false
+		for _, c := range commands[*instructions.CopyCommand](d, d.chain(t, map[string]string{"TOOLCHAINS": tc})) {
+			if d.stage(c.From, len(d.stages)) == builder && slices.Contains(c.SourcePaths, "/out/lib/") && filepath.Clean(c.DestPath) == want {
+				copied = true
+			}
+		}
+		if !copied {
+			t.Errorf("TOOLCHAINS=%s: no runtime stage copies /out/lib/ from the builder to %s", tc, want)
+		}
 	}
 }
 

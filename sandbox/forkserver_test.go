@@ -1,0 +1,112 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestForkServerPrebuilt: a pool loads the prebuilt fork server of its own
+// source from ForkServerDir without a compiler, ignores any other file
+// there, and says what to install when it has neither.
+func TestForkServerPrebuilt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox pool needs root")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	lib, err := compileForkServer(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// A library of other source (another murphy's) is never loaded.
+	if err := os.WriteFile(filepath.Join(dir, "forkserver-0000000000000000.so"), []byte("not a library"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.CC, cfg.ForkServerDir = 1, "/nonexistent/cc", dir
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := NewPool(ctx, cfg); err == nil || !strings.Contains(err.Error(), "apt-get install -y gcc libc6-dev") {
+		t.Fatalf("without a compiler or a prebuilt fork server: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ForkServerName()), lib, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPool(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
+	if res.SandboxError != "" || string(res.Stdout) != "ok\n" {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestForkServerBadRequest: a request the fork server cannot read is
+// answered with an error, its descriptors are closed, and the slot goes on
+// serving.
+func TestForkServerBadRequest(t *testing.T) {
+	p := testPool(t, 1)
+	ps := <-p.idle
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	lim := p.cfg.Limits
+	for _, bad := range []struct {
+		name string
+		msg  []byte
+		fds  []int
+	}{
+		{"short", []byte("run"), nil},
+		{"no descriptors", encodeRun(1, 0, lim), nil},
+		{"one descriptor", encodeRun(2, 0, lim), []int{int(w.Fd())}},
+		{"wrong magic", append([]byte("XRUN"), encodeRun(3, 0, lim)[4:]...), []int{int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd())}},
+	} {
+		var oob []byte
+		if bad.fds != nil {
+			oob = syscall.UnixRights(bad.fds...)
+		}
+		if _, _, err := ps.s.ctrl.WriteMsgUnix(bad.msg, oob, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-ps.s.msgs:
+			if m.Ev != "error" || m.Error != "bad request" {
+				t.Errorf("%s: %+v", bad.name, m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no answer", bad.name)
+		}
+	}
+	// The worker closed every descriptor it received: the pipe's last
+	// writer is ours.
+	w.Close()
+	done := make(chan struct{})
+	go func() {
+		b := make([]byte, 1)
+		r.Read(b)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker kept a descriptor of a bad request")
+	}
+	p.idle <- ps
+	res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
+	if res.SandboxError != "" || string(res.Stdout) != "ok\n" {
+		t.Fatalf("after bad requests: %+v", res)
+	}
+}
