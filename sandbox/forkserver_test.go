@@ -70,9 +70,9 @@ func TestForkServerBadRequest(t *testing.T) {
 		fds  []int
 	}{
 		{"short", []byte("run"), nil},
-		{"no descriptors", encodeRun(1, 0, lim), nil},
-		{"one descriptor", encodeRun(2, 0, lim), []int{int(w.Fd())}},
-		{"wrong magic", append([]byte("XRUN"), encodeRun(3, 0, lim)[4:]...), []int{int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd())}},
+		{"no descriptors", encodeRun(1, lim), nil},
+		{"one descriptor", encodeRun(2, lim), []int{int(w.Fd())}},
+		{"wrong magic", append([]byte("XRUN"), encodeRun(3, lim)[4:]...), []int{int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd())}},
 	} {
 		var oob []byte
 		if bad.fds != nil {

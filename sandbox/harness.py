@@ -2,11 +2,12 @@
 
 One bubblewrap sandbox per pool slot runs this file as its worker, under
 uid 0 of the host user namespace holding only CAP_SETUID, CAP_SETGID,
-CAP_CHOWN and CAP_DAC_READ_SEARCH, with the pool's seccomp filter. At start
-the worker forks the slot's JUDGE, which drops to the slot's judge uid for
-good, warms up and hands its loop to the fork server (forkserver.c, loaded
-with ctypes): per job it forks one CANDIDATE process, which drops to the
-slot's job uid and returns here to run the program. The worker never reads
+CAP_CHOWN and CAP_DAC_READ_SEARCH, with the pool's seccomp filter. The
+worker warms up and hands its loop to the fork server (forkserver.c, loaded
+with ctypes), which forks the slot's JUDGE (it returns here, drops to the
+slot's judge uid for good and serves the judge's socket) and per job one
+CANDIDATE process, which holds the slot's job uid when it returns here to
+read and run the program. The worker never reads
 a job's tests; the candidate never receives a test, an expected value or a
 hidden input before the judge calls it with one; the judge never runs
 candidate code.
@@ -88,18 +89,27 @@ def warm_up(cold):
             pass
 
 
-# The program pipe's payload: these fields, each a 4-byte big-endian length
-# and that many bytes of UTF-8, read and checked by the fork server before
-# the job's process is armed.
+# The program pipe's payload: the job's random seed and the largest frame
+# the judge reads (8-byte big-endian integers), then these fields, each a
+# 4-byte big-endian length and that many bytes of UTF-8.
 PROGRAM_FIELDS = ("mode", "entry_point", "setup", "code")
+PROGRAM_FD = 5  # the program pipe, in the job's process
+_HEAD = struct.Struct(">qq")
 
 
-def parse_program(data):
-    prog, off = {}, 0
+def read_program(fd):
+    data = read_all(fd, MAX_PAYLOAD)
+    seed, frame_bytes = _HEAD.unpack_from(data)
+    prog, off = {"seed": seed, "frame_bytes": frame_bytes}, _HEAD.size
     for name in PROGRAM_FIELDS:
         (n,) = _LEN.unpack_from(data, off)
-        prog[name] = data[off + 4:off + 4 + n].decode("utf-8", "replace")
-        off += 4 + n
+        off += 4
+        if off + n > len(data):
+            raise ValueError("program payload truncated in %s" % name)
+        prog[name] = data[off:off + n].decode("utf-8", "replace")
+        off += n
+    if off != len(data):
+        raise ValueError("program payload has %d bytes after its fields" % (len(data) - off))
     return prog
 
 
@@ -440,47 +450,41 @@ class Frames:
 
 class WorkerConfig(ctypes.Structure):
     """forkserver.c's struct murphy_worker."""
-    _fields_ = [("ctrl_fd", ctypes.c_int32), ("job_uid", ctypes.c_int32),
-                ("own_pids", ctypes.c_int32 * 3), ("reserved", ctypes.c_int32),
-                ("vmsize", ctypes.c_int64)]
-
-
-class JobInfo(ctypes.Structure):
-    """forkserver.c's struct murphy_job, filled in the job's process."""
-    _fields_ = [("id", ctypes.c_int64), ("seed", ctypes.c_int64), ("frame_bytes", ctypes.c_int64),
-                ("program_len", ctypes.c_int64), ("program", ctypes.c_void_p)]
+    _fields_ = [("ctrl_fd", ctypes.c_int32), ("judge_fd", ctypes.c_int32), ("job_uid", ctypes.c_int32),
+                ("reserved", ctypes.c_int32), ("vmsize", ctypes.c_int64)]
 
 
 def serve():
-    ctrl = socket.socket(fileno=WORKER_FD)
     args = sys.argv[1:]
     job_uid = int(args[args.index("--job-uid") + 1])
     judge_uid = int(args[args.index("--judge-uid") + 1])
-    # What every job sees: bwrap's environment without the PWD it adds, and
-    # standard streams that pass undecodable bytes through. They are set
-    # here, once, because every page a job's process writes is a page
-    # fault: reconfiguring the streams there cost each job ~40.
-    os.environ.pop("PWD", None)
+    # What every job sees: bwrap's environment without the PWD it adds and
+    # what only the worker's start needed, and standard streams that pass
+    # undecodable bytes through. They are set here, once, because every page
+    # a job's process writes is a page fault: reconfiguring the streams
+    # there cost each job ~40.
+    for name in ("PWD", "LD_BIND_NOW", "LD_PRELOAD"):
+        os.environ.pop(name, None)
     sys.stdin.reconfigure(errors="surrogateescape")
     sys.stdout.reconfigure(errors="surrogateescape")
     if "--seed" in args:
         seed_random(int(args[args.index("--seed") + 1]))
-    judge = start_judge(judge_uid)
-    # PyDLL: the call keeps the GIL, and the job's process returns from it
-    # into this interpreter.
+    # PyDLL: the call keeps the GIL, and the judge's and every job's
+    # process return from it into this interpreter.
     lib = ctypes.PyDLL(FORK_SERVER)
-    lib.murphy_serve.argtypes = (ctypes.POINTER(WorkerConfig), ctypes.POINTER(JobInfo))
+    lib.murphy_serve.argtypes = (ctypes.POINTER(WorkerConfig),)
     lib.murphy_serve.restype = ctypes.c_int
-    cfg = WorkerConfig(ctrl_fd=WORKER_FD, job_uid=job_uid, own_pids=(1, os.getpid(), judge))
-    info = JobInfo()
+    cfg = WorkerConfig(ctrl_fd=WORKER_FD, judge_fd=JUDGE_FD, job_uid=job_uid)
     gc.collect()
     gc.freeze()
     # A job's address-space budget sits above the warm interpreter's size
     # (what a forked child starts with); measured once.
     cfg.vmsize = vmsize_bytes()
-    send(ctrl, {"ev": "ready", "pid": os.getpid(), "vmsize": cfg.vmsize})
-    if lib.murphy_serve(cfg, info) == 1:
-        candidate(info)  # never returns
+    role = lib.murphy_serve(cfg)
+    if role == 1:
+        candidate()  # never returns
+    if role == 2:
+        judge_main(judge_uid, cfg.vmsize)  # never returns
     # The control socket closed: the pool let the slot go.
 
 
@@ -502,50 +506,49 @@ def requests(ctrl, op, nfds):
         yield req, fds
 
 
-def start_judge(uid):
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(WORKER_FD)
-            os.setsid()
-            os.chdir("/")
-            # A bounded address space: a value a program returns that
-            # expands in the judge (sorted(range(10**9))) raises
-            # MemoryError there instead of drawing the OOM killer.
-            budget = vmsize_bytes() + JUDGE_MEMORY
-            resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
-            drop_to(uid)
-            judge_imports()
-            judge_serve(socket.socket(fileno=JUDGE_FD))
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        os._exit(code)
-    os.close(JUDGE_FD)
-    return pid
+def judge_main(uid, vmsize):
+    """The judge's process, forked by the fork server: drops to the judge's
+    uid for good and serves the judge's control socket."""
+    code = 0
+    try:
+        os.setsid()
+        os.chdir("/")
+        # A bounded address space: a value a program returns that expands
+        # in the judge (sorted(range(10**9))) raises MemoryError there
+        # instead of drawing the OOM killer.
+        budget = vmsize + JUDGE_MEMORY
+        resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
+        drop_to(uid)
+        judge_imports()
+        judge_serve(socket.socket(fileno=JUDGE_FD))
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    os._exit(code)
 
 
 # --------------------------------------------------------------- candidate
 
 
-def candidate(info):
+def candidate():
     """The job's process, once the fork server has armed it (descriptors
     0-3 are stdin, stdout, stderr and chan; the job's uid, limits and
-    directory): runs the program. Its exit status is the job's."""
+    directory): reads the program and runs it. Its exit status is the
+    job's."""
     code = HARNESS_FAILURE
     try:
-        prog = parse_program(ctypes.string_at(info.program, info.program_len))
+        prog = read_program(PROGRAM_FD)
+        os.close(PROGRAM_FD)
         # The environment (PATH, LANG, HOME, TMPDIR, PYTHONHASHSEED) is the
         # worker's, set by bwrap; the standard streams are the worker's
         # objects over descriptors 0-2 (configured in serve), which are now
         # the job's (nothing was ever read or written through them before).
-        if info.seed != SEEDED[0]:
-            random.seed(info.seed)
+        if prog["seed"] != SEEDED[0]:
+            random.seed(prog["seed"])
         if prog["mode"] == "program":
             code = run_program(prog)
         else:
-            code = serve_calls(prog, info.frame_bytes)
+            code = serve_calls(prog, prog["frame_bytes"])
     except BaseException:
         try:
             os.write(2, ("sandbox harness failure:\n" + traceback.format_exc()).encode())

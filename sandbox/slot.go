@@ -84,6 +84,8 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 		"--setenv", "LANG", "C.UTF-8",
 		"--setenv", "PYTHONHASHSEED", strconv.Itoa(cfg.HashSeed),
 		"--setenv", "HOME", "/tmp/job", "--setenv", "TMPDIR", "/tmp/job",
+		"--setenv", "LD_BIND_NOW", "1",
+		"--setenv", "LD_PRELOAD", harnessMount+"/forkserver.so",
 		"--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_CHOWN",
 		"--cap-add", "CAP_DAC_READ_SEARCH",
 		"--chdir", "/tmp",
@@ -411,11 +413,12 @@ func (c *capture) run(r io.ReadCloser, done *sync.WaitGroup) {
 }
 
 // encodeProgram is what the candidate process reads: its own code, nothing
-// of the tests. The fields are harness.py's PROGRAM_FIELDS, each a 4-byte
-// big-endian length and its UTF-8 bytes.
-func encodeProgram(job *Job) ([]byte, error) {
+// of the tests. harness.py's read_program: the random seed and the largest
+// frame the judge reads, 8-byte big-endian integers, then PROGRAM_FIELDS,
+// each a 4-byte big-endian length and its UTF-8 bytes.
+func encodeProgram(job *Job, seed int64, frameBytes int) ([]byte, error) {
 	fields := []string{job.Mode, job.EntryPoint, job.Setup, job.Code}
-	n := 0
+	n := 16
 	for _, f := range fields {
 		if len(f) > math.MaxInt32 {
 			return nil, fmt.Errorf("program field of %d bytes", len(f))
@@ -423,6 +426,8 @@ func encodeProgram(job *Job) ([]byte, error) {
 		n += 4 + len(f)
 	}
 	b := make([]byte, 0, n)
+	b = binary.BigEndian.AppendUint64(b, uint64(seed))
+	b = binary.BigEndian.AppendUint64(b, uint64(frameBytes))
 	for _, f := range fields {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
 		b = append(b, f...)
@@ -431,25 +436,24 @@ func encodeProgram(job *Job) ([]byte, error) {
 }
 
 // Run requests are forkserver.c's struct run_request: its magic and
-// version, then eight 64-bit integers, in the host's byte order.
+// version, then six 64-bit integers, in the host's byte order.
 const (
 	runMagic   = 0x4e55524d // "MRUN"
-	runVersion = 1
+	runVersion = 2
 )
 
 // encodeRun is the worker's request to run job id under lim.
-func encodeRun(id, seed int64, lim Limits) []byte {
-	b := make([]byte, 0, 8+8*8)
+func encodeRun(id int64, lim Limits) []byte {
+	b := make([]byte, 0, 8+6*8)
 	b = binary.NativeEndian.AppendUint32(b, runMagic)
 	b = binary.NativeEndian.AppendUint32(b, runVersion)
 	for _, v := range []int64{
-		id, seed,
+		id,
 		int64(lim.MemoryMB) << 20,
 		int64(math.Ceil(lim.CPU.Seconds())) + 1,
 		int64(lim.FileSizeMB) << 20,
 		int64(lim.Procs),
 		int64(lim.OpenFiles),
-		int64(lim.ReportBytes),
 	} {
 		b = binary.NativeEndian.AppendUint64(b, uint64(v))
 	}
@@ -576,7 +580,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		res.SandboxError, res.SandboxErrorKind = fmt.Sprintf("unknown job mode %q", job.Mode), topics.SandboxErrorInvalidJob
 		return res
 	}
-	prog, err := encodeProgram(job)
+	prog, err := encodeProgram(job, s.cfg.Seed, lim.ReportBytes)
 	if err != nil {
 		res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
 		return res
@@ -636,7 +640,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	if s.cpu != nil {
 		cpuBase, haveCPU = s.cpu()
 	}
-	hdr := encodeRun(id, s.cfg.Seed, lim)
+	hdr := encodeRun(id, lim)
 	rights := syscall.UnixRights(int(ps[0][0].Fd()), int(ps[1][0].Fd()), int(ps[2][1].Fd()), int(ps[3][1].Fd()), int(chanCand.Fd()))
 	_, _, err = s.ctrl.WriteMsgUnix(hdr, rights, nil)
 	// Our copies of the sandbox's ends go now, so EOF means the job's

@@ -11,18 +11,19 @@
  *   makes the job directory, forks the job's process,
  *   waits for it, cleans up after it, and reports on the control socket.
  *
- * The job's process (the fork's child) reads its program, moves its
- * descriptors into place, takes the job's session, directory, limits and
- * uid, checks that no privilege is left, says "armed" and returns 1 from
- * murphy_serve: the Python code after the call runs the program. Anything
- * that fails before "armed" is the sandbox's failure (exit 121, the reason
- * on the job's stderr); after it, the program's.
+ * The job's process (the fork's child) moves its descriptors into place,
+ * takes the job's session, directory, limits and uid, checks that no
+ * privilege is left, says "armed" and returns 1 from murphy_serve: the
+ * Python code after the call reads the program (descriptor 5) and runs it.
+ * Anything that fails before "armed" is the sandbox's failure (exit 121, the
+ * reason on the job's stderr); after it, the program's.
  *
  * The worker's side writes nothing but its stack between forks: no malloc,
  * no stdio (directories are read with getdents64 into stack buffers).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -42,30 +44,22 @@
 #include <unistd.h>
 
 #define JOB_DIR "/tmp/job"
-#define MAX_PAYLOAD (64 << 20)
 #define HARNESS_FAILURE 121
 /* "MRUN": the run request's first word (murphy writes it in native order). */
 #define RUN_MAGIC 0x4e55524du
-#define RUN_VERSION 1
-#define PROGRAM_FIELDS 4
+#define RUN_VERSION 2
 
 /* Set by harness.py before murphy_serve. */
 struct murphy_worker {
-	int32_t ctrl_fd;
+	int32_t ctrl_fd;  /* the worker's control socket */
+	int32_t judge_fd; /* the judge's, handed to the judge's process */
 	int32_t job_uid;
-	int32_t own_pids[3]; /* the sandbox's init, the worker, the judge */
 	int32_t reserved;
 	int64_t vmsize; /* the warm worker's address space, in bytes */
 };
 
-/* Filled in the job's process before murphy_serve returns 1. */
-struct murphy_job {
-	int64_t id;
-	int64_t seed;
-	int64_t frame_bytes;
-	int64_t program_len;
-	char *program; /* PROGRAM_FIELDS length-prefixed fields, checked */
-};
+/* The sandbox's own processes: its init, the worker, the judge. */
+static pid_t own_pids[3];
 
 /* The run request (sandbox/slot.go encodeRun), native byte order, with five
  * descriptors: program, stdin, stdout, stderr, chan. */
@@ -73,13 +67,11 @@ struct run_request {
 	uint32_t magic;
 	uint32_t version;
 	int64_t id;
-	int64_t seed;
 	int64_t memory_bytes;
 	int64_t cpu_seconds;
 	int64_t file_bytes;
 	int64_t procs;
 	int64_t open_files;
-	int64_t frame_bytes;
 };
 
 enum { FD_PROGRAM, FD_STDIN, FD_STDOUT, FD_STDERR, FD_CHAN, NFDS };
@@ -202,7 +194,7 @@ static int is_pid(const char *s)
 }
 
 struct uid_scan {
-	const struct murphy_worker *w;
+	int uid;
 	int found;
 };
 
@@ -213,14 +205,14 @@ static int count_uid(const char *name, void *arg)
 		return 0;
 	long pid = strtol(name, NULL, 10);
 	for (int i = 0; i < 3; i++)
-		if (pid == s->w->own_pids[i])
+		if (pid == own_pids[i])
 			return 0;
 	char path[64], status[2048];
 	snprintf(path, sizeof path, "/proc/%s/status", name);
 	if (read_small(path, status, sizeof status) < 0)
 		return 0; /* gone meanwhile */
 	const char *u = strstr(status, "\nUid:");
-	if (u != NULL && strtol(u + 5, NULL, 10) == s->w->job_uid)
+	if (u != NULL && strtol(u + 5, NULL, 10) == s->uid)
 		s->found++;
 	return 0;
 }
@@ -228,7 +220,7 @@ static int count_uid(const char *name, void *arg)
 /* The processes of the job's uid in the sandbox. */
 static int uid_processes(const struct murphy_worker *w)
 {
-	struct uid_scan s = {.w = w};
+	struct uid_scan s = {.uid = w->job_uid};
 	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -456,6 +448,77 @@ static void clean_job(const struct murphy_worker *w, struct cleanup *c)
 	}
 }
 
+/* ------------------------------------------------------------- arenas */
+
+/* CPython's PyObjectArenaAllocator. */
+struct arena_allocator {
+	void *ctx;
+	void *(*alloc)(void *ctx, size_t size);
+	void (*free)(void *ctx, void *ptr, size_t size);
+};
+
+#define HUGE_SIZE (2UL << 20)
+#define ARENA_REGION (64UL << 20)
+#define MAX_FREE_ARENAS 64
+
+static char *region, *region_end, *region_next;
+static void *free_arenas[MAX_FREE_ARENAS];
+static int nfree_arenas;
+static int in_job; /* set in a job's process: its arenas are ordinary mappings */
+
+static void *arena_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	if (!in_job && region != NULL) {
+		if (nfree_arenas > 0)
+			return free_arenas[--nfree_arenas];
+		if ((size_t)(region_end - region_next) >= size) {
+			void *p = region_next;
+			region_next += size;
+			return p;
+		}
+	}
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void arena_free(void *ctx, void *ptr, size_t size)
+{
+	(void)ctx;
+	if ((char *)ptr >= region && (char *)ptr < region_end) {
+		madvise(ptr, size, MADV_DONTNEED);
+		if (!in_job && nfree_arenas < MAX_FREE_ARENAS)
+			free_arenas[nfree_arenas++] = ptr;
+		return;
+	}
+	munmap(ptr, size);
+}
+
+/* The warm image's object arenas in transparent huge pages: fork copies one
+ * page-table entry per 2 MiB of them instead of 512. A job that writes into
+ * one splits it in its own page table only, and still copies just the
+ * 4 KiB it writes; the worker never writes there once it has forked (it
+ * forks the judge from murphy_serve for that reason). Jobs' own arenas are
+ * ordinary mappings: a huge page would zero 2 MiB for the first object.
+ * Runs when the worker's interpreter loads this library (LD_PRELOAD, before
+ * its first arena); a host without transparent huge pages keeps ordinary
+ * pages. */
+__attribute__((constructor)) static void arenas_in_huge_pages(void)
+{
+	void (*set)(struct arena_allocator *) = (void (*)(struct arena_allocator *))dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator");
+	if (set == NULL)
+		return;
+	char *p = mmap(NULL, ARENA_REGION + HUGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	region = (char *)(((uintptr_t)p + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1));
+	region_end = region + ARENA_REGION;
+	region_next = region;
+	madvise(region, ARENA_REGION, MADV_HUGEPAGE);
+	static struct arena_allocator a = {.alloc = arena_alloc, .free = arena_free};
+	set(&a);
+}
+
 /* --------------------------------------------------------- job process */
 
 static void child_fail(const char *step, int err)
@@ -466,50 +529,6 @@ static void child_fail(const char *step, int err)
 		/* nothing left to tell */
 	}
 	_exit(HARNESS_FAILURE);
-}
-
-/* The program's payload: PROGRAM_FIELDS fields, each a 4-byte big-endian
- * length and that many bytes, and nothing after them. */
-static char *read_program(int fd, int64_t *len)
-{
-	size_t cap = 1 << 16, got = 0;
-	char *buf = malloc(cap);
-	if (buf == NULL)
-		child_fail("program", ENOMEM);
-	for (;;) {
-		if (got == cap) {
-			if (cap >= MAX_PAYLOAD)
-				child_fail("program larger than 64 MiB", EFBIG);
-			cap *= 2;
-			char *b = realloc(buf, cap);
-			if (b == NULL)
-				child_fail("program", ENOMEM);
-			buf = b;
-		}
-		ssize_t n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			child_fail("reading the program", errno);
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	size_t off = 0;
-	for (int i = 0; i < PROGRAM_FIELDS; i++) {
-		if (got - off < 4)
-			child_fail("program payload truncated", EINVAL);
-		uint32_t n = (uint32_t)(unsigned char)buf[off] << 24 | (uint32_t)(unsigned char)buf[off + 1] << 16 |
-			     (uint32_t)(unsigned char)buf[off + 2] << 8 | (uint32_t)(unsigned char)buf[off + 3];
-		off += 4;
-		if (got - off < n)
-			child_fail("program payload truncated", EINVAL);
-		off += n;
-	}
-	if (off != got)
-		child_fail("program payload has bytes after its fields", EINVAL);
-	*len = (int64_t)got;
-	return buf;
 }
 
 static void limit(int resource, int64_t soft, int64_t hard, const char *what)
@@ -547,24 +566,21 @@ static void close_from(int first)
 	close(fd);
 }
 
-/* Makes the fork's child the job's process: descriptors 0-4 are stdin,
- * stdout, stderr, chan and the armed pipe, nothing else is open; a new
- * session in the job directory; the job's limits and uid. */
-static void become_job(const struct murphy_worker *w, const struct run_request *req, int fds[NFDS], int armed_w,
-		       struct murphy_job *job)
+/* Makes the fork's child the job's process: descriptors 0-5 are stdin,
+ * stdout, stderr, chan, the armed pipe and the program, nothing else is
+ * open; a new session in the job directory; the job's limits and uid. */
+static void become_job(const struct murphy_worker *w, const struct run_request *req, int fds[NFDS], int armed_w)
 {
-	int64_t len = 0;
-	char *program = read_program(fds[FD_PROGRAM], &len);
-	close(fds[FD_PROGRAM]);
-	int src[5] = {fds[FD_STDIN], fds[FD_STDOUT], fds[FD_STDERR], fds[FD_CHAN], armed_w};
-	int high[5];
-	for (int i = 0; i < 5; i++)
+	in_job = 1;
+	int src[6] = {fds[FD_STDIN], fds[FD_STDOUT], fds[FD_STDERR], fds[FD_CHAN], armed_w, fds[FD_PROGRAM]};
+	int high[6];
+	for (int i = 0; i < 6; i++)
 		if ((high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
 			child_fail("dup", errno);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (dup2(high[i], i) < 0)
 			child_fail("dup2", errno);
-	close_from(5);
+	close_from(6);
 	if (setsid() < 0)
 		child_fail("setsid", errno);
 	if (chdir(JOB_DIR) != 0)
@@ -586,11 +602,6 @@ static void become_job(const struct murphy_worker *w, const struct run_request *
 	limit(RLIMIT_MEMLOCK, 0, 0, "RLIMIT_MEMLOCK");
 	if (drop_to(w->job_uid) != 0)
 		child_fail("privileges were not dropped", errno ? errno : EPERM);
-	job->id = req->id;
-	job->seed = req->seed;
-	job->frame_bytes = req->frame_bytes;
-	job->program = program;
-	job->program_len = len;
 	/* One byte once the process holds the job's uid and limits: what
 	 * happens after it is the program's doing, before it the sandbox's. */
 	if (write(4, "1", 1) != 1)
@@ -607,7 +618,7 @@ static void close_fds(int *fds, int n)
 }
 
 /* Runs one job: 1 in the job's process (armed), 0 in the worker. */
-static int run_job(const struct murphy_worker *w, const struct run_request *req, int fds[NFDS], struct murphy_job *job)
+static int run_job(const struct murphy_worker *w, const struct run_request *req, int fds[NFDS])
 {
 	struct cleanup c;
 	struct stat st;
@@ -630,7 +641,7 @@ static int run_job(const struct murphy_worker *w, const struct run_request *req,
 	if (pid == 0) {
 		close(armed[0]);
 		close(w->ctrl_fd);
-		become_job(w, req, fds, armed[1], job);
+		become_job(w, req, fds, armed[1]);
 		return 1;
 	}
 	int err = errno;
@@ -668,10 +679,30 @@ static int run_job(const struct murphy_worker *w, const struct run_request *req,
 	return 0;
 }
 
-/* The worker's loop: returns 0 when the control socket closes (the worker
- * exits), 1 in a job's process, armed and holding the job's uid. */
-int murphy_serve(const struct murphy_worker *w, struct murphy_job *job)
+/* The worker's loop. It first forks the slot's judge: returns 2 in the
+ * judge's process (the Python code after the call makes it the judge), and
+ * then only 1, in a job's process (armed, holding the job's uid), or 0 when
+ * the control socket closes (the worker exits). The judge is forked here,
+ * not before the call, because a write of the worker's after a fork splits
+ * the huge pages of its arenas (see arenas_in_huge_pages). */
+int murphy_serve(const struct murphy_worker *w)
 {
+	pid_t judge = fork();
+	if (judge == 0) {
+		close(w->ctrl_fd);
+		return 2;
+	}
+	if (judge < 0) {
+		send_error(w, 0, "fork", errno);
+		return 0;
+	}
+	close(w->judge_fd);
+	own_pids[0] = 1;
+	own_pids[1] = getpid();
+	own_pids[2] = judge;
+	char msg[128];
+	send_msg(w->ctrl_fd, msg,
+		 snprintf(msg, sizeof msg, "{\"ev\":\"ready\",\"pid\":%d,\"vmsize\":%lld}", (int)own_pids[1], (long long)w->vmsize));
 	for (;;) {
 		struct run_request req;
 		int fds[NFDS], nfds, extra;
@@ -686,7 +717,7 @@ int murphy_serve(const struct murphy_worker *w, struct murphy_job *job)
 			send_error(w, n >= 16 ? req.id : 0, "bad request", 0);
 			continue;
 		}
-		if (run_job(w, &req, fds, job))
+		if (run_job(w, &req, fds))
 			return 1;
 	}
 }
