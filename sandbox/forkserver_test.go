@@ -110,3 +110,61 @@ func TestForkServerBadRequest(t *testing.T) {
 		t.Fatalf("after bad requests: %+v", res)
 	}
 }
+
+// TestJudgeBadRequest: a request the judge cannot read is answered with an
+// error and its descriptors are closed; the judge goes on serving.
+func TestJudgeBadRequest(t *testing.T) {
+	p := testPool(t, 1)
+	ps := <-p.idle
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fd := int(w.Fd())
+	for _, bad := range []struct {
+		name string
+		msg  []byte
+		fds  []int
+	}{
+		{"not JSON", []byte("judge"), []int{fd}},
+		{"no descriptors", judgeRequest(1, 1024, []byte(`{"tests":[]}`)), nil},
+		{"inline tests and a pipe", judgeRequest(2, 1024, []byte(`{"tests":[]}`)), []int{fd, fd}},
+		{"no tests and one descriptor", judgeRequest(3, 1024, make([]byte, inlineTests+1)), []int{fd}},
+		{"wrong op", []byte(`{"op":"run","id":4,"frame_bytes":1024,"tests":{}}`), []int{fd}},
+	} {
+		var oob []byte
+		if bad.fds != nil {
+			oob = syscall.UnixRights(bad.fds...)
+		}
+		if _, _, err := ps.s.judge.WriteMsgUnix(bad.msg, oob, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-ps.s.jmsgs:
+			if m.Ev != "error" || m.Error != "bad request" {
+				t.Errorf("%s: %+v", bad.name, m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no answer", bad.name)
+		}
+	}
+	w.Close()
+	done := make(chan struct{})
+	go func() {
+		b := make([]byte, 1)
+		r.Read(b)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the judge kept a descriptor of a bad request")
+	}
+	p.idle <- ps
+	res := run(t, p, &Job{Mode: ModeFunction, Code: "def f(x):\n    return x\n", EntryPoint: "f",
+		Tests: []Test{{Kind: TestValue, Args: "1", Expected: "1"}}})
+	if res.SandboxError != "" || !res.Tests[0].Passed {
+		t.Fatalf("after bad requests: %+v", res)
+	}
+}

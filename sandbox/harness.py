@@ -31,6 +31,7 @@ JSON frames; calls go one way, typed values (see encode) the other. Nothing
 the candidate sends is more than a claim about a value it computed.
 """
 
+import array
 import binascii
 import builtins
 import collections
@@ -488,22 +489,36 @@ def serve():
     # The control socket closed: the pool let the slot go.
 
 
-def requests(ctrl, op, nfds):
-    """Yields (request, descriptors) from a control socket until it closes."""
+def judge_requests(ctrl):
+    """Yields (request, tests pipe or None, chan) from the judge's control
+    socket until it closes; a request it cannot read gets an error. A
+    request is one message: the tests inline, or on a pipe when too large
+    for a message (slot.go's inlineTests)."""
+    buf = bytearray(256 << 10)
+    itemsize = array.array("i").itemsize
+    anc_size = socket.CMSG_SPACE(4 * itemsize)
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 8)
+            n, anc, flags, _ = ctrl.recvmsg_into([buf], anc_size)
         except OSError:
             return
-        if not msg:
+        if not n:
             return
-        req = json.loads(msg)
-        if req.get("op") != op or len(fds) != nfds:
+        fds = []
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", data[:len(data) - len(data) % itemsize]))
+        try:
+            req = json.loads(bytes(buf[:n])) if not flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC) else None
+        except ValueError:
+            req = None
+        want = 1 if type(req) is dict and type(req.get("tests")) is dict else 2
+        if type(req) is not dict or req.get("op") != "judge" or len(fds) != want:
             for fd in fds:
                 os.close(fd)
-            send(ctrl, {"ev": "error", "id": req.get("id"), "error": "bad request"})
+            send(ctrl, {"ev": "error", "id": req.get("id") if type(req) is dict else None, "error": "bad request"})
             continue
-        yield req, fds
+        yield req, (fds[0] if want == 2 else None), fds[-1]
 
 
 def judge_main(uid, vmsize):
@@ -874,17 +889,24 @@ def compiled_assert(src):
     return cached((src, "<test>", "assert"), build)
 
 
+# The report goes to murphy in messages of about this many bytes at most
+# ("report" ones, then "judged"): a message must fit the socket's buffer.
+REPORT_CHUNK = 48 << 10
+
+
 def judge_serve(ctrl):
     gc.collect()
     gc.freeze()
     send(ctrl, {"ev": "ready"})
     pristine = dict(builtins.__dict__)
-    for req, fds in requests(ctrl, "judge", 3):
-        tests_r, chan, report_w = fds
+    for req, tests_r, chan in judge_requests(ctrl):
         report = []
         try:
-            payload = _decode_json(read_all(tests_r, MAX_PAYLOAD).decode("utf-8"))
-            os.close(tests_r)
+            if tests_r is None:
+                payload = req["tests"]
+            else:
+                payload = _decode_json(read_all(tests_r, MAX_PAYLOAD).decode("utf-8"))
+                os.close(tests_r)
             # The builtins module is the judge's own; restore it in case a
             # task's code changed it.
             builtins.__dict__.update(pristine)
@@ -893,15 +915,20 @@ def judge_serve(ctrl):
             report.append({"ev": "error", "error": "judge: " + traceback.format_exc()[-2000:]})
         finally:
             os.close(chan)
-        # One write for the whole report: the parent reads it to EOF.
-        try:
-            data = "\n".join(map(json.dumps, report)).encode()
-            while data:
-                data = data[os.write(report_w, data):]
-        except OSError:
-            pass
-        os.close(report_w)
-        send(ctrl, {"ev": "judged", "id": req["id"]})
+        send_report(ctrl, req["id"], report)
+
+
+def send_report(ctrl, job_id, report):
+    """Sends the report's events, REPORT_CHUNK bytes at a time."""
+    head, chunk, size = '{"ev":"report","id":%d,"report":[' % job_id, [], 0
+    for ev in report:
+        e = json.dumps(ev)
+        if chunk and size + len(e) > REPORT_CHUNK:
+            ctrl.send((head + ",".join(chunk) + "]}").encode())
+            chunk, size = [], 0
+        chunk.append(e)
+        size += len(e) + 1
+    ctrl.send(('{"ev":"judged","id":%d,"report":[' % job_id + ",".join(chunk) + "]}").encode())
 
 
 def judge_job(report, payload, conn):

@@ -51,6 +51,7 @@ type Pool struct {
 	closed   chan struct{}
 	once     sync.Once
 	cg       *cgroups
+	devNull  *os.File // the stdin of every job without one
 }
 
 type poolSlot struct {
@@ -199,8 +200,13 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
 	n := cfg.workers()
-	p := &Pool{cfg: cfg, dir: dir, idle: make(chan *poolSlot, n), closed: make(chan struct{})}
+	p := &Pool{cfg: cfg, dir: dir, idle: make(chan *poolSlot, n), closed: make(chan struct{}), devNull: devNull}
 	p.cg = newCgroups(cfg.SlotMemoryMB, cfg.Limits.Procs)
 	skip := map[int]bool{}
 	for i := 0; i < n; i++ {
@@ -231,6 +237,7 @@ func (p *Pool) start(ctx context.Context, ps *poolSlot) error {
 	if err != nil {
 		return err
 	}
+	s.devNull = p.devNull
 	p.cg.attach(ps.id, s.cmd.Process.Pid)
 	if _, ok := p.cg.cpu(ps.id); ok {
 		id := ps.id
@@ -341,6 +348,7 @@ func (p *Pool) Close() error {
 			}
 		}
 		p.cg.remove()
+		p.devNull.Close()
 		os.RemoveAll(p.dir)
 	})
 	return nil

@@ -91,7 +91,9 @@ func TestPoolProgramJob(t *testing.T) {
 
 // TestPoolLargePayloads: a program, its stdin and its tests larger than a
 // pipe holds are fed while the job runs (beyond smallWrite murphy writes
-// from a goroutine), and a second job on the same slot is unaffected.
+// from a goroutine; tests beyond inlineTests travel on a pipe, not in the
+// judge's request), a report larger than one message arrives in several,
+// and a second job on the same slot is unaffected.
 func TestPoolLargePayloads(t *testing.T) {
 	p := testPool(t, 1)
 	pad := "# " + strings.Repeat("x", 100<<10) + "\n"
@@ -104,13 +106,23 @@ func TestPoolLargePayloads(t *testing.T) {
 	for i := range 2000 {
 		tests = append(tests, Test{Kind: TestValue, Args: strconv.Itoa(i), Expected: strconv.Itoa(i + 1)})
 	}
-	res = run(t, p, &Job{Mode: ModeFunction, Code: pad + "def f(x):\n    return x + 1\n", EntryPoint: "f", Tests: tests})
-	if res.SandboxError != "" {
-		t.Fatalf("%+v", res)
-	}
-	for i, r := range res.Tests {
-		if !r.Passed {
-			t.Fatalf("test %d: %+v", i, r)
+	for _, setup := range []string{"", strings.Repeat(pad, 2)} {
+		job := &Job{Mode: ModeFunction, Code: pad + "def f(x):\n    return x + 1\n", EntryPoint: "f", Setup: setup, Tests: tests}
+		payload, err := makeTests(job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inline := len(payload) <= inlineTests; inline != (setup == "") {
+			t.Fatalf("tests payload of %d bytes inline: %v", len(payload), inline)
+		}
+		res = run(t, p, job)
+		if res.SandboxError != "" {
+			t.Fatalf("%+v", res)
+		}
+		for i, r := range res.Tests {
+			if !r.Passed {
+				t.Fatalf("test %d: %+v", i, r)
+			}
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"syscall"
 
 	json "github.com/goccy/go-json"
@@ -27,25 +25,17 @@ type judgeMsg struct {
 	CompileError string   `json:"compile_error"`
 	LoadError    *Failure `json:"load_error"`
 	Error        string   `json:"error"`
+	// Report holds events of the report ("report" and "judged" messages).
+	Report []judgeMsg `json:"report"`
 }
 
-// readReport folds the judge's report (one JSON event per line) into res.
-// An event that does not parse or fit is the judge's failure: the slot is
-// replaced.
-func readReport(res *Result, report []byte) error {
+// readReport folds the judge's report events into res. An event that does
+// not fit is the judge's failure: the slot is replaced.
+func readReport(res *Result, report []judgeMsg) error {
 	done := false
-	for len(report) > 0 {
-		line := report
-		if n := bytes.IndexByte(report, '\n'); n >= 0 {
-			line, report = report[:n], report[n+1:]
-		} else {
-			report = nil
-		}
-		var m judgeMsg
-		if err := json.Unmarshal(line, &m); err != nil {
-			return fmt.Errorf("judge: bad report line: %w", err)
-		}
-		if err := event(res, &m); err != nil {
+	for i := range report {
+		m := &report[i]
+		if err := event(res, m); err != nil {
 			return err
 		}
 		if m.Ev == "done" {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	stdjson "encoding/json"
+
 	json "github.com/goccy/go-json"
 	"github.com/murphy-rl/murphy/topics"
 	"golang.org/x/sys/unix"
@@ -55,7 +57,12 @@ type slot struct {
 	exited   chan struct{}
 	log      *tailBuffer
 	seq      int64
-	broken   string // why the slot must be replaced ("" = healthy)
+	broken   string   // why the slot must be replaced ("" = healthy)
+	devNull  *os.File // the stdin of jobs without any (the pool's)
+	// cpuMark is the slot's CPU time when the last job's end was read
+	// (cpuMarked: and nothing has run since).
+	cpuMark   time.Duration
+	cpuMarked bool
 	// cpu reads the slot's CPU time so far (nil without a cgroup) and
 	// pids lists its processes.
 	cpu  func() (time.Duration, bool)
@@ -477,6 +484,25 @@ type payloadTest struct {
 	Code     string `json:"code,omitempty"`
 }
 
+// inlineTests is the most tests payload the judge's request carries; a
+// larger one goes on a pipe (a message must fit the socket's buffer).
+const inlineTests = 128 << 10
+
+// judgeRequest is the judge's request to judge job id: JSON, with the tests
+// payload when it is at most inlineTests bytes.
+func judgeRequest(id int64, frameBytes int, tests []byte) []byte {
+	b := make([]byte, 0, 64+len(tests))
+	b = append(b, `{"op":"judge","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"frame_bytes":`...)
+	b = strconv.AppendInt(b, int64(frameBytes), 10)
+	if len(tests) <= inlineTests {
+		b = append(b, `,"tests":`...)
+		b = append(b, tests...)
+	}
+	return append(b, '}')
+}
+
 func makeTests(job *Job, seed int64) ([]byte, error) {
 	p := testsPayload{EntryPoint: job.EntryPoint, Helpers: job.Helpers, Setup: job.Setup, Seed: seed}
 	for i, t := range job.Tests {
@@ -492,7 +518,8 @@ func makeTests(job *Job, seed int64) ([]byte, error) {
 			return nil, fmt.Errorf("sandbox: unknown test kind %q", t.Kind)
 		}
 	}
-	return json.Marshal(p)
+	// encoding/json: go-json's encoder grows every new goroutine's stack.
+	return stdjson.Marshal(p)
 }
 
 // smallWrite is the most murphy writes into a fresh pipe at once, without
@@ -592,15 +619,24 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			return res
 		}
 	}
-	// program, stdin, stdout, stderr, and for a stdio program its hints
-	// (a function job's channel is a socket to the judge): {read, write}.
-	kinds := []pipeKind{feed(len(prog)), feed(len(job.Stdin)), readPipe, readPipe}
+	// program, stdout, stderr, stdin when the job has any (else the pool's
+	// /dev/null), and for a stdio program its hints (a function job's
+	// channel is a socket to the judge): {read, write}.
+	kinds := []pipeKind{feed(len(prog)), readPipe, readPipe}
+	if len(job.Stdin) > 0 {
+		kinds = append(kinds, feed(len(job.Stdin)))
+	}
 	if !function {
 		kinds = append(kinds, readPipe)
 	}
 	ps, err := pipes(kinds...)
 	if err != nil {
 		return fail(topics.SandboxErrorInternal, "pipe: %v", err)
+	}
+	progP, outP, errP, rest := ps[0], ps[1], ps[2], ps[3:]
+	stdinR, stdinW := s.devNull, (*os.File)(nil)
+	if len(job.Stdin) > 0 {
+		stdinR, stdinW, rest = rest[0][0], rest[0][1], rest[1:]
 	}
 	var chanJudge, chanCand, hintsR *os.File
 	if function {
@@ -609,55 +645,62 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			return fail(topics.SandboxErrorInternal, "socketpair: %v", err)
 		}
 	} else {
-		hintsR, chanCand = ps[4][0], ps[4][1]
+		hintsR, chanCand = rest[0][0], rest[0][1]
 	}
 	s.seq++
 	id := s.seq
-	var testsW, reportR *os.File
+	var testsW *os.File
 	if function {
-		tp, err := pipes(feed(len(tests)), readPipe)
-		if err != nil {
-			closeAll(ps)
-			chanJudge.Close()
-			chanCand.Close()
-			return fail(topics.SandboxErrorInternal, "pipe: %v", err)
+		// The tests travel in the request when they fit one message,
+		// else on a pipe of their own.
+		req, fds := judgeRequest(id, lim.ReportBytes, tests), []int{int(chanJudge.Fd())}
+		var tp [][2]*os.File
+		if len(tests) > inlineTests {
+			if tp, err = pipes(feed(len(tests))); err != nil {
+				closeAll(ps)
+				chanJudge.Close()
+				chanCand.Close()
+				return fail(topics.SandboxErrorInternal, "pipe: %v", err)
+			}
+			testsW, fds = tp[0][1], append([]int{int(tp[0][0].Fd())}, fds...)
 		}
-		testsW, reportR = tp[0][1], tp[1][0]
-		hdr, _ := json.Marshal(map[string]any{"op": "judge", "id": id, "frame_bytes": lim.ReportBytes})
-		_, _, err = s.judge.WriteMsgUnix(hdr, syscall.UnixRights(int(tp[0][0].Fd()), int(chanJudge.Fd()), int(tp[1][1].Fd())), nil)
-		tp[0][0].Close()
-		tp[1][1].Close()
+		_, _, err = s.judge.WriteMsgUnix(req, syscall.UnixRights(fds...), nil)
+		if tp != nil {
+			tp[0][0].Close()
+		}
 		chanJudge.Close()
 		if err != nil {
 			closeAll(ps)
 			chanCand.Close()
-			testsW.Close()
-			reportR.Close()
+			if testsW != nil {
+				testsW.Close()
+			}
 			return fail(topics.SandboxErrorWorker, "send tests: %v", err)
 		}
 	}
-	cpuBase, haveCPU := time.Duration(0), false
-	if s.cpu != nil {
+	// The slot was idle since the last job's end was read: its CPU then
+	// is this job's start.
+	cpuBase, haveCPU := s.cpuMark, s.cpuMarked
+	if !haveCPU && s.cpu != nil {
 		cpuBase, haveCPU = s.cpu()
 	}
+	s.cpuMarked = false
 	hdr := encodeRun(id, lim)
-	rights := syscall.UnixRights(int(ps[0][0].Fd()), int(ps[1][0].Fd()), int(ps[2][1].Fd()), int(ps[3][1].Fd()), int(chanCand.Fd()))
+	rights := syscall.UnixRights(int(progP[0].Fd()), int(stdinR.Fd()), int(outP[1].Fd()), int(errP[1].Fd()), int(chanCand.Fd()))
 	_, _, err = s.ctrl.WriteMsgUnix(hdr, rights, nil)
 	// Our copies of the sandbox's ends go now, so EOF means the job's
 	// processes are gone.
-	ps[0][0].Close()
-	ps[1][0].Close()
-	ps[2][1].Close()
-	ps[3][1].Close()
+	progP[0].Close()
+	if stdinW != nil {
+		stdinR.Close()
+	}
+	outP[1].Close()
+	errP[1].Close()
 	chanCand.Close()
 	if err != nil {
 		closeAll(ps)
 		if testsW != nil {
 			testsW.Close()
-			reportR.Close()
-		}
-		if hintsR != nil {
-			hintsR.Close()
 		}
 		return fail(topics.SandboxErrorWorker, "send job: %v", err)
 	}
@@ -667,19 +710,13 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	stdout := &capture{max: lim.OutputBytes, onOver: overFn}
 	stderr := &capture{max: lim.OutputBytes, onOver: overFn}
 	hintCap := &capture{max: 64 << 10}
-	// The judge's report: each test's event is a few KB at most.
-	reportCap := &capture{max: 64<<10 + 8<<10*len(job.Tests)}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go stdout.run(ps[2][0], &readers)
-	go stderr.run(ps[3][0], &readers)
+	go stdout.run(outP[0], &readers)
+	go stderr.run(errP[0], &readers)
 	if hintsR != nil {
 		readers.Add(1)
 		go hintCap.run(hintsR, &readers)
-	}
-	if reportR != nil {
-		readers.Add(1)
-		go reportCap.run(reportR, &readers)
 	}
 	writeAll := func(w *os.File, b []byte) {
 		if len(b) > 0 {
@@ -691,7 +728,7 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	for _, f := range []struct {
 		w *os.File
 		b []byte
-	}{{ps[0][1], prog}, {ps[1][1], job.Stdin}, {testsW, tests}} {
+	}{{progP[1], prog}, {stdinW, job.Stdin}, {testsW, tests}} {
 		switch {
 		case f.w == nil:
 		case len(f.b) <= smallWrite:
@@ -701,6 +738,9 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 		}
 	}
 
+	// The judge's report: an event per test and a few more.
+	var report []judgeMsg
+	maxEvents := len(job.Tests) + 8
 	judged := !function
 	var (
 		wall     <-chan time.Time
@@ -802,7 +842,15 @@ wait:
 				}
 				continue
 			}
-			if m.ID == id && m.Ev == "judged" {
+			if m.ID != id || (m.Ev != "report" && m.Ev != "judged") {
+				continue
+			}
+			if len(report)+len(m.Report) > maxEvents {
+				s.killJob(5 * time.Second)
+				return fail(topics.SandboxErrorWorker, "judge: report of more than %d events", maxEvents)
+			}
+			report = append(report, m.Report...)
+			if m.Ev == "judged" {
 				judged = true
 				if exitMsg != nil {
 					wall, tick = nil, nil
@@ -839,7 +887,6 @@ wait:
 			// timeout, and a new judge for the next job.
 			judgeStuck = true
 			s.broken = "the judge overran the job's limits"
-			reportR.Close()
 			break wait
 		case <-ctx.Done():
 			if canceled == nil {
@@ -851,6 +898,7 @@ wait:
 	if haveCPU {
 		if used, ok := s.cpu(); ok {
 			res.CPU = used - cpuBase
+			s.cpuMark, s.cpuMarked = used, !judgeStuck
 		}
 	}
 	// Every process that held the pipes is dead; wait for the readers.
@@ -880,12 +928,9 @@ wait:
 	res.MaxRSSKB = exitMsg.MaxRSS
 	ws := syscall.WaitStatus(exitMsg.Status)
 	if function {
-		if reportCap.over {
-			return fail(topics.SandboxErrorWorker, "judge: report larger than %d bytes", reportCap.max)
-		}
 		if judgeStuck {
 			res.TimedOut = true
-		} else if err := readReport(res, reportCap.buf); err != nil {
+		} else if err := readReport(res, report); err != nil {
 			return fail(topics.SandboxErrorHarness, "%v", err)
 		}
 		switch {
