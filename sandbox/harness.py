@@ -873,6 +873,38 @@ def cached_compile(src, name, mode):
     return cached((src, name, mode), lambda: compile(src, name, mode))
 
 
+def literal_value(src):
+    """(value,) of an expected value's text that is a Python literal, else
+    (): remembered per task text, so that most call-and-compare tests are
+    evaluated once, not per job. The value is only ever compared, which
+    never changes a built-in value."""
+    def build():
+        try:
+            return (ast.literal_eval(ast.parse("(" + src + "\n)", "<expected>", "eval").body),)
+        except Exception:
+            return ()
+
+    return cached((src, "<expected>", "literal"), build)
+
+
+def literal_call(name, src):
+    """The call message of arguments text whose every argument is a
+    literal, else False; remembered like literal_value."""
+    def build():
+        try:
+            call = ast.parse("f(" + src + "\n)", "<test>", "eval").body
+            if not isinstance(call, ast.Call) or any(isinstance(a, ast.Starred) for a in call.args) \
+                    or any(k.arg is None for k in call.keywords):
+                return False
+            args = [ast.literal_eval(a) for a in call.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+            return call_msg(name, args, kwargs)
+        except Exception:
+            return False
+
+    return cached((name, src, "literal call"), build)
+
+
 def compiled_assert(src):
     """An assert test as ("eval", its condition) when it is one assert or
     expression (so that a false condition is a wrong answer whatever the
@@ -931,21 +963,47 @@ def send_report(ctrl, job_id, report):
     ctrl.send(('{"ev":"judged","id":%d,"report":[' % job_id + ",".join(chunk) + "]}").encode())
 
 
+class TestSpace:
+    """The namespace tests run in: the task's helpers (its prompt's code)
+    and setup, what the program imported, the candidate's proxy, and the
+    random seed. Built on first use, so that a job whose tests are all
+    literal call-and-compare ones never builds it; a task with setup code
+    builds it before any test (a failing setup fails every test)."""
+
+    def __init__(self, payload):
+        self.payload, self.g, self.loaded, self.cand = payload, None, None, None
+        self.task_err = None
+
+    def ns(self):
+        if self.g is None:
+            p = self.payload
+            random.seed(int(p.get("seed", 0)))
+            g = self.g = {"__builtins__": builtins, "__name__": "__test__"}
+            if p.get("helpers"):
+                # The task's prompt where it is code (HumanEval's defines
+                # helpers that checks call): whatever it defines before
+                # any failure stays.
+                exec_helpers(p["helpers"], g)
+            if p.get("setup"):
+                try:
+                    exec(cached_compile(p["setup"], "<setup>", "exec"), g)
+                except BaseException as e:
+                    self.task_err = "the task's setup code failed: %s" % test_tb(e)
+        if self.cand is not None and self.loaded is not None:
+            loaded, self.loaded = self.loaded, None
+            bind_program_names(self.g, loaded)
+            entry = self.cand._name
+            self.g[entry] = self.g["candidate"] = self.cand
+            self.g["__murphy_args__"] = lambda *a, **k: (a, k)
+        return self.g
+
+
 def judge_job(report, payload, conn):
     """Runs one job's tests against the candidate, appending events to report."""
-    random.seed(int(payload.get("seed", 0)))
-    g = {"__builtins__": builtins, "__name__": "__test__"}
     entry = payload.get("entry_point") or ""
-    task_err = None
-    if payload.get("helpers"):
-        # The task's prompt where it is code (HumanEval's defines helpers
-        # that checks call): whatever it defines before any failure stays.
-        exec_helpers(payload["helpers"], g)
+    space = TestSpace(payload)
     if payload.get("setup"):
-        try:
-            exec(cached_compile(payload["setup"], "<setup>", "exec"), g)
-        except BaseException as e:
-            task_err = "the task's setup code failed: %s" % test_tb(e)
+        space.ns()
     try:
         first = conn.recv()
     except (CandidateGone, CandidateFailed):
@@ -964,11 +1022,7 @@ def judge_job(report, payload, conn):
         report.append({"ev": "done", "gone": True})
         return
     report.append({"ev": "load", "loaded": True})
-    bind_program_names(g, first)
-    cand = Proxy(conn, entry)
-    g[entry] = cand
-    g["candidate"] = cand
-    g["__murphy_args__"] = lambda *a, **k: (a, k)
+    space.loaded, space.cand = first, Proxy(conn, entry)
     tests = payload.get("tests") or []
     i = 0
     while i < len(tests):
@@ -978,7 +1032,7 @@ def judge_job(report, payload, conn):
         if tests[i].get("kind") == "value":
             while j < len(tests) and tests[j].get("kind") == "value" and tests[j].get("hidden") == tests[i].get("hidden"):
                 j += 1
-        if not run_group(report, tests, i, j, g, cand, conn, task_err):
+        if not run_group(report, tests, i, j, space, conn):
             report.append({"ev": "done", "gone": True})
             return
         i = j
@@ -1063,15 +1117,15 @@ def judged(fn):
         return {"status": "wrong", "tb": test_tb(e)}
 
 
-def run_group(report, tests, i, j, g, cand, conn, task_err):
+def run_group(report, tests, i, j, space, conn):
     """Runs tests[i:j], one assert or check test or a batch of value tests;
     returns False when the candidate went away."""
     def task_failed():
-        raise TaskError(task_err)
+        raise TaskError(space.task_err)
 
     if tests[i].get("kind") != "value":
         try:
-            ev = judged(task_failed if task_err is not None else lambda: run_test(tests[i], g))
+            ev = judged(task_failed if space.task_err is not None else lambda: run_test(tests[i], space.ns()))
         except CandidateGone:
             report.append({"ev": "gone", "i": i})
             return False
@@ -1080,14 +1134,18 @@ def run_group(report, tests, i, j, g, cand, conn, task_err):
     # Every call of the batch goes out in one frame; arguments that fail to
     # evaluate (or call the program, and it fails) are that test's result.
     calls, results = [], {}
+    entry = space.cand._name
 
     def add_call(k):
-        args, kwargs = eval_args(tests[k], g)
-        calls.append(call_msg(cand._name, args, kwargs))
+        msg = literal_call(entry, tests[k]["args"])
+        if msg is False:
+            args, kwargs = eval_args(tests[k], space.ns())
+            msg = call_msg(entry, args, kwargs)
+        calls.append(msg)
 
     for k in range(i, j):
         try:
-            ev = judged(task_failed if task_err is not None else lambda: add_call(k))
+            ev = judged(task_failed if space.task_err is not None else lambda: add_call(k))
         except CandidateGone:
             report.append({"ev": "gone", "i": k})
             return False
@@ -1102,7 +1160,7 @@ def run_group(report, tests, i, j, g, cand, conn, task_err):
     for k in range(i, j):
         if k not in results:
             try:
-                results[k] = judged(lambda: compare(conn.result(), tests[k], g))
+                results[k] = judged(lambda: compare(conn.result(), tests[k], space))
             except CandidateGone:
                 report.append({"ev": "gone", "i": k})
                 return False
@@ -1123,9 +1181,10 @@ def eval_args(t, g):
         raise TaskError("the test's arguments do not evaluate: %s" % test_tb(e))
 
 
-def compare(rv, t, g):
+def compare(rv, t, space):
+    lit = literal_value(t["expected"])
     try:
-        exp = eval(cached_compile("(" + t["expected"] + "\n)", "<expected>", "eval"), g)
+        exp = lit[0] if lit else eval(cached_compile("(" + t["expected"] + "\n)", "<expected>", "eval"), space.ns())
     except (CandidateGone, CandidateFailed):
         raise
     except BaseException as e:

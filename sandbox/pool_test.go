@@ -383,3 +383,46 @@ func TestMemoryErrorEndsTheRun(t *testing.T) {
 		t.Fatalf("the next job: %+v", next)
 	}
 }
+
+// TestJudgeNamespace: literal tests are judged from values the judge
+// remembers per task text, the others in the task's namespace, built only
+// when a test needs it: a failing setup still fails every test, helpers and
+// the seed are there for the tests that use them, and a remembered value
+// judges each program on its own answer.
+func TestJudgeNamespace(t *testing.T) {
+	p := testPool(t, 1)
+	helpers := "def double(x):\n    return 2 * x\n\ndef f(x):\n    \"\"\"the prompt\"\"\"\n"
+	tests := []Test{
+		{Kind: TestValue, Args: "3", Expected: "[3, 3]"},
+		{Kind: TestValue, Args: "double(2)", Expected: "[4, 4]"},
+		{Kind: TestValue, Args: "5", Expected: "[double(5) // 2] * 2"},
+		{Kind: TestAssert, Code: "candidate(1) == [1, 1]"},
+		{Kind: TestCheck, Code: "import random\ndef check(c):\n    x = random.randrange(10**6)\n    assert c(x) == [x, x], x\n"},
+	}
+	good := "def f(x):\n    return [x, x]\n"
+	for round := range 2 {
+		res := run(t, p, &Job{Mode: ModeFunction, Code: good, EntryPoint: "f", Helpers: helpers, Tests: tests})
+		for i, r := range res.Tests {
+			if !r.Passed {
+				t.Fatalf("round %d, test %d: %+v", round, i, r)
+			}
+		}
+		// The same texts, a program answering tuples: every comparison
+		// fails (a remembered list is not this program's tuple).
+		res = run(t, p, &Job{Mode: ModeFunction, Code: "def f(x):\n    return (x, x)\n", EntryPoint: "f", Helpers: helpers, Tests: tests})
+		for i, r := range res.Tests {
+			if r.Passed || r.Err != nil && r.Err.Kind == "task" {
+				t.Fatalf("round %d, test %d passed or failed as the task's: %+v", round, i, r)
+			}
+		}
+	}
+	// A setup that fails in the judge only (its directory is /, the
+	// program's /tmp/job): every test is the task's failure.
+	setup := "import os\nif os.getcwd() == '/':\n    raise ValueError('broken task')\n"
+	res := run(t, p, &Job{Mode: ModeFunction, Code: good, EntryPoint: "f", Helpers: helpers, Setup: setup, Tests: tests})
+	for i, r := range res.Tests {
+		if r.Passed || r.Err == nil || r.Err.Kind != "task" || !strings.Contains(r.Err.Traceback, "broken task") {
+			t.Fatalf("test %d with a failing setup: %+v", i, r)
+		}
+	}
+}
