@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,50 @@ func TestForkServerPrebuilt(t *testing.T) {
 	}
 }
 
+// badRequest is a message a slot's control or judge socket must refuse.
+type badRequest struct {
+	name string
+	msg  []byte
+	fds  []int
+}
+
+// refuses sends each request on conn, expects an error event for it on
+// answers, and checks that the sandbox closed every descriptor it got (fd
+// of the pipe r is the only one the requests pass: its other end is then
+// ours alone).
+func refuses[M any](t *testing.T, conn *net.UnixConn, answers <-chan M, event func(M) (ev, err string), r, w *os.File, reqs []badRequest) {
+	t.Helper()
+	for _, bad := range reqs {
+		var oob []byte
+		if bad.fds != nil {
+			oob = syscall.UnixRights(bad.fds...)
+		}
+		if _, _, err := conn.WriteMsgUnix(bad.msg, oob, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-answers:
+			if ev, e := event(m); ev != "error" || e != "bad request" {
+				t.Errorf("%s: %+v", bad.name, m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no answer", bad.name)
+		}
+	}
+	w.Close()
+	done := make(chan struct{})
+	go func() {
+		b := make([]byte, 1)
+		r.Read(b)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a descriptor of a bad request was kept")
+	}
+}
+
 // TestForkServerBadRequest: a request the fork server cannot read is
 // answered with an error, its descriptors are closed, and the slot goes on
 // serving.
@@ -63,47 +108,13 @@ func TestForkServerBadRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	lim := p.cfg.Limits
-	for _, bad := range []struct {
-		name string
-		msg  []byte
-		fds  []int
-	}{
+	lim, fd := p.cfg.Limits, int(w.Fd())
+	refuses(t, ps.s.ctrl, ps.s.msgs, func(m ctrlMsg) (string, string) { return m.Ev, m.Error }, r, w, []badRequest{
 		{"short", []byte("run"), nil},
 		{"no descriptors", encodeRun(1, lim), nil},
-		{"one descriptor", encodeRun(2, lim), []int{int(w.Fd())}},
-		{"wrong magic", append([]byte("XRUN"), encodeRun(3, lim)[4:]...), []int{int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd()), int(w.Fd())}},
-	} {
-		var oob []byte
-		if bad.fds != nil {
-			oob = syscall.UnixRights(bad.fds...)
-		}
-		if _, _, err := ps.s.ctrl.WriteMsgUnix(bad.msg, oob, nil); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case m := <-ps.s.msgs:
-			if m.Ev != "error" || m.Error != "bad request" {
-				t.Errorf("%s: %+v", bad.name, m)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no answer", bad.name)
-		}
-	}
-	// The worker closed every descriptor it received: the pipe's last
-	// writer is ours.
-	w.Close()
-	done := make(chan struct{})
-	go func() {
-		b := make([]byte, 1)
-		r.Read(b)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the worker kept a descriptor of a bad request")
-	}
+		{"one descriptor", encodeRun(2, lim), []int{fd}},
+		{"wrong magic", append([]byte("XRUN"), encodeRun(3, lim)[4:]...), []int{fd, fd, fd, fd, fd}},
+	})
 	p.idle <- ps
 	res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
 	if res.SandboxError != "" || string(res.Stdout) != "ok\n" {
@@ -122,45 +133,13 @@ func TestJudgeBadRequest(t *testing.T) {
 	}
 	defer r.Close()
 	fd := int(w.Fd())
-	for _, bad := range []struct {
-		name string
-		msg  []byte
-		fds  []int
-	}{
+	refuses(t, ps.s.judge, ps.s.jmsgs, func(m judgeMsg) (string, string) { return m.Ev, m.Error }, r, w, []badRequest{
 		{"not JSON", []byte("judge"), []int{fd}},
 		{"no descriptors", judgeRequest(1, 1024, []byte(`{"tests":[]}`)), nil},
 		{"inline tests and a pipe", judgeRequest(2, 1024, []byte(`{"tests":[]}`)), []int{fd, fd}},
 		{"no tests and one descriptor", judgeRequest(3, 1024, make([]byte, inlineTests+1)), []int{fd}},
 		{"wrong op", []byte(`{"op":"run","id":4,"frame_bytes":1024,"tests":{}}`), []int{fd}},
-	} {
-		var oob []byte
-		if bad.fds != nil {
-			oob = syscall.UnixRights(bad.fds...)
-		}
-		if _, _, err := ps.s.judge.WriteMsgUnix(bad.msg, oob, nil); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case m := <-ps.s.jmsgs:
-			if m.Ev != "error" || m.Error != "bad request" {
-				t.Errorf("%s: %+v", bad.name, m)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: no answer", bad.name)
-		}
-	}
-	w.Close()
-	done := make(chan struct{})
-	go func() {
-		b := make([]byte, 1)
-		r.Read(b)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the judge kept a descriptor of a bad request")
-	}
+	})
 	p.idle <- ps
 	res := run(t, p, &Job{Mode: ModeFunction, Code: "def f(x):\n    return x\n", EntryPoint: "f",
 		Tests: []Test{{Kind: TestValue, Args: "1", Expected: "1"}}})
