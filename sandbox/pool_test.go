@@ -172,7 +172,7 @@ func TestJobIdentity(t *testing.T) {
 	p := testPool(t, 1)
 	code := `
 import os, resource, random, socket, json
-caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+caps = ",".join(l.split()[1] for l in open("/proc/self/status") if l.startswith(("CapInh", "CapPrm", "CapEff", "CapAmb")))
 try:
     socket.create_connection(("127.0.0.1", 22), timeout=1); net = "open"
 except OSError as e:
@@ -188,7 +188,7 @@ print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "caps": caps, "env": s
 		t.Fatalf("runs differ or failed:\n%s\n%s\n%s", a.Stdout, b.Stdout, a.Stderr)
 	}
 	out := string(a.Stdout)
-	for _, want := range []string{`"uid": ` + strconv.Itoa(p.UIDs()[0]), `"caps": "0000000000000000"`, `"nproc": 32`,
+	for _, want := range []string{`"uid": ` + strconv.Itoa(p.UIDs()[0]), `"caps": "0000000000000000,0000000000000000,0000000000000000,0000000000000000"`, `"nproc": 32`,
 		`"fsize": 16777216`, `"net": "ConnectionRefusedError"`, `"cwd": "/tmp/job"`, `"ifaces": ["lo"]`,
 		`"env": ["HOME", "LANG", "PATH", "PYTHONHASHSEED", "TMPDIR"]`} {
 		if !strings.Contains(out, want) {

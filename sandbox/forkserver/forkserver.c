@@ -333,9 +333,18 @@ static int wipe_at(int dfd, int depth)
 	return failed ? -1 : 0;
 }
 
+/* Takes uid (and gid uid) for good, with no supplementary group and no
+ * capability in any set: leaving uid 0 clears the permitted and effective
+ * ones; the inheritable ones are cleared too, although no_new_privs (set by
+ * bwrap) already keeps an exec from gaining through them. */
 static int drop_to(int uid)
 {
 	if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0)
+		return -1;
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct c[2];
+	memset(c, 0, sizeof c);
+	if (syscall(SYS_capset, &h, c) != 0)
 		return -1;
 	uid_t r, e, s;
 	gid_t gr, ge, gs;
@@ -345,12 +354,10 @@ static int drop_to(int uid)
 		return -1;
 	if (getgroups(0, NULL) != 0)
 		return -1;
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct c[2];
 	if (syscall(SYS_capget, &h, c) != 0)
 		return -1;
 	for (int i = 0; i < 2; i++)
-		if (c[i].effective || c[i].permitted)
+		if (c[i].effective || c[i].permitted || c[i].inheritable)
 			return -1;
 	return 0;
 }
