@@ -87,7 +87,7 @@ func refuses[M any](t *testing.T, conn *net.UnixConn, answers <-chan M, event fu
 	done := make(chan struct{})
 	go func() {
 		b := make([]byte, 1)
-		r.Read(b)
+		_, _ = r.Read(b)
 		close(done)
 	}()
 	select {
