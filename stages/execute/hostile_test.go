@@ -2110,6 +2110,41 @@ def f(x):
     return -1 if made else x + 1
 `, topics.StatusPassed, 0},
 
+		// The fork server is loaded in every job's process: calling it
+		// again forks as the job's uid only (it gets a judge's return in
+		// the child, and a closed control socket in the parent), and its
+		// state is the job's own copy: the next job forks from the
+		// untouched template.
+		{"[K] the fork server called again from the job", val, `import ctypes
+import os
+import socket
+
+
+class Worker(ctypes.Structure):
+    _fields_ = [('ctrl', ctypes.c_int32), ('judge', ctypes.c_int32), ('uid', ctypes.c_int32),
+                ('reserved', ctypes.c_int32), ('vmsize', ctypes.c_int64)]
+
+
+def f(x):
+    lib = ctypes.PyDLL('/opt/murphy/forkserver.so')
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    b.close()
+    role = lib.murphy_serve(ctypes.byref(Worker(a.fileno(), os.dup(0), 0, 0, 1 << 40)))
+    if role != 0:
+        os._exit(0)
+    return x + 1
+`, topics.StatusPassed, 0},
+		{"[K] the fork server's memory overwritten", val, `import ctypes
+
+
+def f(x):
+    for line in open('/proc/self/maps'):
+        if 'forkserver.so' in line and 'rw-p' in line:
+            lo, hi = (int(v, 16) for v in line.split()[0].split('-'))
+            ctypes.memset(lo, 0xff, hi - lo)
+    return x + 1
+`, topics.StatusPassed, 0},
+
 		// 6, memory: leaked memory must not make later controls fail.
 		{"[6] 500 MB left in /dev/shm", leakTask, `def leave():
     chunk = b'z' * (8 << 20)
