@@ -60,13 +60,18 @@ type badRequest struct {
 	fds  []int
 }
 
-// refuses sends each request on conn, expects an error event for it on
-// answers, and checks that the sandbox closed every descriptor it got (fd
-// of the pipe r is the only one the requests pass: its other end is then
-// ours alone).
-func refuses[M any](t *testing.T, conn *net.UnixConn, answers <-chan M, event func(M) (ev, err string), r, w *os.File, reqs []badRequest) {
+// refuses sends each of the requests on conn, expects an error event for
+// it on answers, and checks that the sandbox closed every descriptor it got:
+// the only one the requests pass is fd, the write end of a pipe whose last
+// writer is then ours.
+func refuses[M any](t *testing.T, conn *net.UnixConn, answers <-chan M, event func(M) (ev, err string), requests func(fd int) []badRequest) {
 	t.Helper()
-	for _, bad := range reqs {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, bad := range requests(int(w.Fd())) {
 		var oob []byte
 		if bad.fds != nil {
 			oob = syscall.UnixRights(bad.fds...)
@@ -103,17 +108,14 @@ func refuses[M any](t *testing.T, conn *net.UnixConn, answers <-chan M, event fu
 func TestForkServerBadRequest(t *testing.T) {
 	p := testPool(t, 1)
 	ps := <-p.idle
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	lim, fd := p.cfg.Limits, int(w.Fd())
-	refuses(t, ps.s.ctrl, ps.s.msgs, func(m ctrlMsg) (string, string) { return m.Ev, m.Error }, r, w, []badRequest{
-		{"short", []byte("run"), nil},
-		{"no descriptors", encodeRun(1, lim), nil},
-		{"one descriptor", encodeRun(2, lim), []int{fd}},
-		{"wrong magic", append([]byte("XRUN"), encodeRun(3, lim)[4:]...), []int{fd, fd, fd, fd, fd}},
+	lim := p.cfg.Limits
+	refuses(t, ps.s.ctrl, ps.s.msgs, func(m ctrlMsg) (string, string) { return m.Ev, m.Error }, func(fd int) []badRequest {
+		return []badRequest{
+			{"short", []byte("run"), nil},
+			{"no descriptors", encodeRun(1, lim), nil},
+			{"one descriptor", encodeRun(2, lim), []int{fd}},
+			{"wrong magic", append([]byte("XRUN"), encodeRun(3, lim)[4:]...), []int{fd, fd, fd, fd, fd}},
+		}
 	})
 	p.idle <- ps
 	res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
@@ -127,18 +129,14 @@ func TestForkServerBadRequest(t *testing.T) {
 func TestJudgeBadRequest(t *testing.T) {
 	p := testPool(t, 1)
 	ps := <-p.idle
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fd := int(w.Fd())
-	refuses(t, ps.s.judge, ps.s.jmsgs, func(m judgeMsg) (string, string) { return m.Ev, m.Error }, r, w, []badRequest{
-		{"not JSON", []byte("judge"), []int{fd}},
-		{"no descriptors", judgeRequest(1, 1024, []byte(`{"tests":[]}`)), nil},
-		{"inline tests and a pipe", judgeRequest(2, 1024, []byte(`{"tests":[]}`)), []int{fd, fd}},
-		{"no tests and one descriptor", judgeRequest(3, 1024, make([]byte, inlineTests+1)), []int{fd}},
-		{"wrong op", []byte(`{"op":"run","id":4,"frame_bytes":1024,"tests":{}}`), []int{fd}},
+	refuses(t, ps.s.judge, ps.s.jmsgs, func(m judgeMsg) (string, string) { return m.Ev, m.Error }, func(fd int) []badRequest {
+		return []badRequest{
+			{"not JSON", []byte("judge"), []int{fd}},
+			{"no descriptors", judgeRequest(1, 1024, []byte(`{"tests":[]}`)), nil},
+			{"inline tests and a pipe", judgeRequest(2, 1024, []byte(`{"tests":[]}`)), []int{fd, fd}},
+			{"no tests and one descriptor", judgeRequest(3, 1024, make([]byte, inlineTests+1)), []int{fd}},
+			{"wrong op", []byte(`{"op":"run","id":4,"frame_bytes":1024,"tests":{}}`), []int{fd}},
+		}
 	})
 	p.idle <- ps
 	res := run(t, p, &Job{Mode: ModeFunction, Code: "def f(x):\n    return x\n", EntryPoint: "f",
