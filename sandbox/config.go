@@ -105,7 +105,9 @@ type Config struct {
 	// directory that is bound read-only (/usr).
 	Python string `yaml:"python"`
 	// CC is the C compiler that builds the workers' fork server
-	// (forkserver/forkserver.c) when a pool starts, once per process.
+	// (forkserver/forkserver.c) when neither ForkServerDir nor the user's
+	// cache directory ($XDG_CACHE_HOME/murphy, ~/.cache/murphy) holds this
+	// source's build; the build is kept there for the next process.
 	CC string `yaml:"cc"`
 	// ForkServerDir holds prebuilt fork servers (the container image's);
 	// one built from this murphy's source (forkserver-SHA.so, SHA: the

@@ -19,6 +19,7 @@ func TestForkServerPrebuilt(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the sandbox pool needs root")
 	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // no fork server kept by an earlier process
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		t.Skip("no C compiler")
@@ -50,6 +51,58 @@ func TestForkServerPrebuilt(t *testing.T) {
 	res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"})
 	if res.SandboxError != "" || string(res.Stdout) != "ok\n" {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// TestForkServerCache: a fork server a process compiled is kept in the
+// user's cache directory, and the next process (here: another compiler
+// name, which this process has not built with) loads it without a
+// compiler; a cache that others could have written is never loaded.
+func TestForkServerCache(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox pool needs root")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	cacheHome := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cacheHome)
+	tools := t.TempDir()
+	ownCC := filepath.Join(tools, "cc")
+	if err := os.Symlink(cc, ownCC); err != nil {
+		t.Fatal(err)
+	}
+	start := func(cc string) error {
+		cfg := DefaultConfig()
+		cfg.Workers, cfg.CC, cfg.ForkServerDir = 1, cc, ""
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		p, err := NewPool(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"}); res.SandboxError != "" || string(res.Stdout) != "ok\n" {
+			t.Fatalf("%+v", res)
+		}
+		return nil
+	}
+	if err := start(ownCC); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(cacheHome, "murphy", ForkServerName())
+	if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the compiled fork server is not kept privately at %s: %v %v", cache, fi, err)
+	}
+	if err := start(filepath.Join(tools, "no-such-cc")); err != nil {
+		t.Fatalf("a kept fork server was not loaded: %v", err)
+	}
+	if err := os.Chmod(filepath.Dir(cache), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(filepath.Join(tools, "no-such-cc-either")); err == nil || !strings.Contains(err.Error(), "apt-get install") {
+		t.Fatalf("a fork server others could have written was loaded: %v", err)
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/murphy-rl/murphy/topics"
@@ -124,8 +126,9 @@ type forkServerBuild struct {
 }
 
 // installForkServer puts the fork server at dir/forkserver.so: the
-// prebuilt one in cfg.ForkServerDir when it holds this source's build,
-// else one compiled with cfg.CC (once per process and compiler).
+// prebuilt one in cfg.ForkServerDir when it holds this source's build, else
+// one compiled with cfg.CC, once per process and compiler, and kept in the
+// user's cache directory for the next process.
 func installForkServer(cfg *Config, dir string) error {
 	dst := filepath.Join(dir, "forkserver.so")
 	if cfg.ForkServerDir != "" {
@@ -135,11 +138,76 @@ func installForkServer(cfg *Config, dir string) error {
 	}
 	b, _ := forkServers.LoadOrStore(cfg.CC, &forkServerBuild{})
 	build := b.(*forkServerBuild)
-	build.once.Do(func() { build.lib, build.err = compileForkServer(cfg.CC) })
+	build.once.Do(func() {
+		cache := forkServerCache()
+		if build.lib = readPrivate(cache); build.lib != nil {
+			return
+		}
+		if build.lib, build.err = compileForkServer(cfg.CC); build.err == nil {
+			writePrivate(cache, build.lib)
+		}
+	})
 	if build.err != nil {
 		return build.err
 	}
 	return writeFile(dst, build.lib)
+}
+
+// forkServerCache is where a compiled fork server is kept between
+// processes ("" when there is no cache directory).
+func forkServerCache() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "murphy", forkServerName)
+}
+
+// readPrivate reads path when it is a regular file that only this process's
+// user can have written (owned by it, in a directory owned by it, neither
+// writable by anyone else): nothing but murphy runs the code it holds.
+func readPrivate(path string) []byte {
+	if path == "" {
+		return nil
+	}
+	euid := uint32(os.Geteuid())
+	private := func(fi os.FileInfo) bool {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		return ok && st.Uid == euid && fi.Mode().Perm()&0o022 == 0
+	}
+	if fi, err := os.Lstat(filepath.Dir(path)); err != nil || !fi.IsDir() || !private(fi) {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !private(fi) {
+		return nil
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// writePrivate stores b at path (a private directory, a file replaced
+// whole); a cache that cannot be written is only a slower next start.
+func writePrivate(path string, b []byte) {
+	if path == "" || os.MkdirAll(filepath.Dir(path), 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".forkserver-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil && cerr == nil && os.Rename(tmp.Name(), path) == nil {
+		return
+	}
+	os.Remove(tmp.Name())
 }
 
 func writeFile(path string, b []byte) error {

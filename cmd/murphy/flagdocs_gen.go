@@ -104,7 +104,7 @@ var fieldDocs = map[string]string{
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.UIDCount":                        "UIDCount is the number of host uids, from UIDBase on, for build slots.",
 	"github.com/murphy-rl/murphy/sandbox.BuilderConfig.Workers":                         "Workers is the number of builds run at once (0 = one per CPU).",
 	"github.com/murphy-rl/murphy/sandbox.Config.Bwrap":                                  "Bwrap is the bubblewrap binary.",
-	"github.com/murphy-rl/murphy/sandbox.Config.CC":                                     "CC is the C compiler that builds the workers' fork server (forkserver/forkserver.c) when a pool starts, once per process.",
+	"github.com/murphy-rl/murphy/sandbox.Config.CC":                                     "CC is the C compiler that builds the workers' fork server (forkserver/forkserver.c) when neither ForkServerDir nor the user's cache directory ($XDG_CACHE_HOME/murphy, ~/.cache/murphy) holds this source's build; the build is kept there for the next process.",
 	"github.com/murphy-rl/murphy/sandbox.Config.ForkServerDir":                          "ForkServerDir holds prebuilt fork servers (the container image's); one built from this murphy's source (forkserver-SHA.so, SHA: the first 16 hex digits of the source's sha256) is used instead of CC.",
 	"github.com/murphy-rl/murphy/sandbox.Config.HashSeed":                               "HashSeed is PYTHONHASHSEED in every job.",
 	"github.com/murphy-rl/murphy/sandbox.Config.Limits":                                 "Limits are the default per-job limits.",
