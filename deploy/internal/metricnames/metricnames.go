@@ -253,9 +253,13 @@ func runPipeline(root string) (*Set, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	log := &logWriter{addrs: make(chan [2]string, 1)}
+	// Batches close 100 ms after their first tree (--emit.max-age), not
+	// only at the run's end: emit's batch counters must be on a page read
+	// before murphy exits, however fast the run.
 	cmd := exec.CommandContext(ctx, bin, "run", "--http_addr", "127.0.0.1:0",
 		"--kinds", "python-function", "--turns", "2", "--calibrate=false", "--progress", "0",
-		"--compare", "", "--timeout", "2m", "--out", filepath.Join(dir, "out"), "--generate.staleness.enabled")
+		"--compare", "", "--timeout", "2m", "--out", filepath.Join(dir, "out"), "--generate.staleness.enabled",
+		"--emit.max-age", "100ms")
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
