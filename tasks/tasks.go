@@ -355,6 +355,7 @@ const DefaultTaskWait = 30 * time.Second
 func Await(ctx context.Context, l Lookup, id string, wait time.Duration) (*topics.Task, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval = 50*time.Millisecond, time.Second
+	until := untilDeadline{b: b, deadline: time.Now().Add(wait)}
 	t, err := backoff.Retry(ctx, func() (*topics.Task, error) {
 		t, err := l.Task(ctx, id)
 		switch {
@@ -367,7 +368,7 @@ func Await(ctx context.Context, l Lookup, id string, wait time.Duration) (*topic
 			return nil, err
 		}
 		return nil, backoff.Permanent(err)
-	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(max(wait, time.Nanosecond)))
+	}, backoff.WithBackOff(&until), backoff.WithMaxElapsedTime(0))
 	switch {
 	case err == nil:
 		return t, nil
@@ -379,6 +380,25 @@ func Await(ctx context.Context, l Lookup, id string, wait time.Duration) (*topic
 		return nil, pipeline.Poison("bad_task", fmt.Errorf("task %q: %w", id, err))
 	}
 	return nil, pipeline.Transient(fmt.Errorf("task %q: %w", id, err))
+}
+
+// untilDeadline is b with each interval cut to what is left of the wait, so
+// the last lookup is made when the wait is over, never a whole interval
+// before it (a MaxElapsedTime gives up as soon as the next interval would
+// cross it), and Stop after that.
+type untilDeadline struct {
+	b        backoff.BackOff
+	deadline time.Time
+}
+
+func (u *untilDeadline) Reset() { u.b.Reset() }
+
+func (u *untilDeadline) NextBackOff() time.Duration {
+	left := time.Until(u.deadline)
+	if left <= 0 {
+		return backoff.Stop
+	}
+	return min(u.b.NextBackOff(), left)
 }
 
 // Awaiting is l with every lookup made through Await (for a core that takes
