@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -75,18 +76,8 @@ func TestForkServerCache(t *testing.T) {
 	}
 	start := func(cc string) error {
 		cfg := DefaultConfig()
-		cfg.Workers, cfg.CC, cfg.ForkServerDir = 1, cc, ""
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		p, err := NewPool(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		if res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"}); res.SandboxError != "" || string(res.Stdout) != "ok\n" {
-			t.Fatalf("%+v", res)
-		}
-		return nil
+		cfg.CC, cfg.ForkServerDir = cc, ""
+		return startOne(t, cfg)
 	}
 	if err := start(ownCC); err != nil {
 		t.Fatal(err)
@@ -104,6 +95,96 @@ func TestForkServerCache(t *testing.T) {
 	if err := start(filepath.Join(tools, "no-such-cc-either")); err == nil || !strings.Contains(err.Error(), "apt-get install") {
 		t.Fatalf("a fork server others could have written was loaded: %v", err)
 	}
+}
+
+// startOne starts a pool of one sandbox with cfg and runs a program in it.
+func startOne(t *testing.T, cfg Config) error {
+	cfg.Workers = 1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := NewPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if res := run(t, p, &Job{Mode: ModeProgram, Code: "print('ok')\n"}); res.SandboxError != "" || string(res.Stdout) != "ok\n" {
+		t.Fatalf("%+v", res)
+	}
+	return nil
+}
+
+// TestHarnessCache: the compiled harness is kept privately for the next
+// process and loaded from there; a damaged copy is compiled again.
+func TestHarnessCache(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox pool needs root")
+	}
+	cacheHome := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cacheHome)
+	compile := compileHarness
+	t.Cleanup(func() { compileHarness = compile; harnesses.Clear() })
+	start := func() error {
+		harnesses.Clear() // as a new process
+		return startOne(t, DefaultConfig())
+	}
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	name, err := harnessName(DefaultConfig().Python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(cacheHome, "murphy", name)
+	if fi, err := os.Stat(cache); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the compiled harness is not kept privately at %s: %v %v", cache, fi, err)
+	}
+	noCompile := errors.New("no compile")
+	compileHarness = func(string) ([]byte, error) { return nil, noCompile }
+	if err := start(); err != nil {
+		t.Fatalf("a kept harness was not loaded: %v", err)
+	}
+	b, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(cache, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(); !errors.Is(err, noCompile) {
+		t.Fatalf("a damaged harness was loaded: %v", err)
+	}
+	compileHarness = compile
+	if err := start(); err != nil || readPrivate(cache) == nil {
+		t.Fatalf("a damaged harness was not compiled and kept again: %v", err)
+	}
+}
+
+// TestPoolStartFailure: a pool whose sandboxes cannot come up fails at
+// once, without waiting out the jobs' wall limits, and leaves no uid taken.
+func TestPoolStartFailure(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox pool needs root")
+	}
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.StartTimeout, cfg.UIDCount = 2, time.Millisecond, 4
+	cfg.LockDir = t.TempDir()
+	start := time.Now()
+	if p, err := NewPool(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "not ready") {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("a pool of sandboxes that cannot start: %v", err)
+	}
+	if el := time.Since(start); el > cfg.Limits.Wall {
+		t.Fatalf("the failed start took %s", el)
+	}
+	cfg.StartTimeout = DefaultConfig().StartTimeout
+	p, err := NewPool(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("the failed start kept uids: %v", err)
+	}
+	p.Close()
 }
 
 // badRequest is a message a slot's control or judge socket must refuse.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/topics"
+	"golang.org/x/sync/errgroup"
 )
 
 //go:embed harness.py
@@ -87,21 +89,85 @@ func writeHarness(cfg *Config) (string, error) {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("sandbox: %w", err)
 	}
-	// The code names the path the workers see, so that tracebacks and the
-	// harness's own frame filter read as they would from the source.
-	compile := exec.Command(cfg.Python, "-I", "-B", "-c",
-		"import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True)",
-		src, filepath.Join(dir, harnessCompiled), harnessMount+"/harness.py")
-	compile.Env = []string{}
-	if out, err := compile.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("sandbox: compiling the harness with %s: %v\n%s", cfg.Python, err, out)
+	pyc, err := harnessPyc(cfg.Python)
+	if err == nil {
+		err = writeFile(filepath.Join(dir, harnessCompiled), pyc)
 	}
-	if err := installForkServer(cfg, dir); err != nil {
+	if err == nil {
+		err = installForkServer(cfg, dir)
+	}
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
 	return dir, nil
+}
+
+// harnesses holds the harnesses this process compiled, by cache name.
+var harnesses sync.Map // harnessName -> *compiled
+
+// harnessPyc is harness.py compiled by python: once per process and
+// interpreter, and kept in the user's cache directory for the next process
+// (a compile is an interpreter's start, 0.1-0.2 s of every pool's start).
+func harnessPyc(python string) ([]byte, error) {
+	name, err := harnessName(python)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := harnesses.LoadOrStore(name, &compiled{})
+	h := b.(*compiled)
+	h.once.Do(func() {
+		cache := cachePath(name)
+		if h.out = readPrivate(cache); h.out != nil {
+			return
+		}
+		if h.out, h.err = compileHarness(python); h.err == nil {
+			writePrivate(cache, h.out)
+		}
+	})
+	return h.out, h.err
+}
+
+// harnessName names the harness compiled by python: the sha256 of the
+// harness's source and of the interpreter's file (its resolved path, size
+// and modification time), so that an upgraded interpreter, whose bytecode
+// may differ, compiles it again.
+func harnessName(python string) (string, error) {
+	real, err := filepath.EvalSymlinks(python)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	h := sha256.New()
+	h.Write(harnessSource)
+	fmt.Fprintf(h, "\x00%s\x00%d\x00%d", real, fi.Size(), fi.ModTime().UnixNano())
+	return "harness-" + hex.EncodeToString(h.Sum(nil)[:8]) + ".pyc", nil
+}
+
+// compileHarness compiles harness.py with python. The code names the path
+// the workers see, so that tracebacks and the harness's own frame filter
+// read as they would from the source.
+var compileHarness = func(python string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "murphy-harness-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src, pyc := filepath.Join(tmp, "harness.py"), filepath.Join(tmp, harnessCompiled)
+	if err := writeFile(src, harnessSource); err != nil {
+		return nil, err
+	}
+	compile := exec.Command(python, "-I", "-B", "-c",
+		"import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True)",
+		src, pyc, harnessMount+"/harness.py")
+	compile.Env = []string{}
+	if out, err := compile.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("sandbox: compiling the harness with %s: %v\n%s", python, err, out)
+	}
+	return os.ReadFile(pyc)
 }
 
 // forkServerName is the fork server's file name: the first 16 hex digits
@@ -117,11 +183,12 @@ var forkServerName = func() string {
 func ForkServerName() string { return forkServerName }
 
 // forkServers holds the fork servers this process compiled, by compiler.
-var forkServers sync.Map // cc -> *forkServerBuild
+var forkServers sync.Map // cc -> *compiled
 
-type forkServerBuild struct {
+// compiled is a file compiled once per process.
+type compiled struct {
 	once sync.Once
-	lib  []byte
+	out  []byte
 	err  error
 }
 
@@ -136,36 +203,38 @@ func installForkServer(cfg *Config, dir string) error {
 			return writeFile(dst, lib)
 		}
 	}
-	b, _ := forkServers.LoadOrStore(cfg.CC, &forkServerBuild{})
-	build := b.(*forkServerBuild)
-	build.once.Do(func() {
-		cache := forkServerCache()
-		if build.lib = readPrivate(cache); build.lib != nil {
+	b, _ := forkServers.LoadOrStore(cfg.CC, &compiled{})
+	fs := b.(*compiled)
+	fs.once.Do(func() {
+		cache := cachePath(forkServerName)
+		if fs.out = readPrivate(cache); fs.out != nil {
 			return
 		}
-		if build.lib, build.err = compileForkServer(cfg.CC); build.err == nil {
-			writePrivate(cache, build.lib)
+		if fs.out, fs.err = compileForkServer(cfg.CC); fs.err == nil {
+			writePrivate(cache, fs.out)
 		}
 	})
-	if build.err != nil {
-		return build.err
+	if fs.err != nil {
+		return fs.err
 	}
-	return writeFile(dst, build.lib)
+	return writeFile(dst, fs.out)
 }
 
-// forkServerCache is where a compiled fork server is kept between
-// processes ("" when there is no cache directory).
-func forkServerCache() string {
+// cachePath is where a compiled file is kept between processes ("" when
+// there is no cache directory).
+func cachePath(name string) string {
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(d, "murphy", forkServerName)
+	return filepath.Join(d, "murphy", name)
 }
 
-// readPrivate reads path when it is a regular file that only this process's
-// user can have written (owned by it, in a directory owned by it, neither
-// writable by anyone else): nothing but murphy runs the code it holds.
+// readPrivate reads a file writePrivate kept at path, when it is a regular
+// file that only this process's user can have written (owned by it, in a
+// directory owned by it, neither writable by anyone else: nothing but murphy
+// runs the code it holds) and its checksum holds (a damaged file is
+// compiled again, not loaded).
 func readPrivate(path string) []byte {
 	if path == "" {
 		return nil
@@ -187,23 +256,29 @@ func readPrivate(path string) []byte {
 		return nil
 	}
 	b, err := io.ReadAll(f)
-	if err != nil {
+	if err != nil || len(b) < sha256.Size {
 		return nil
 	}
-	return b
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return nil
+	}
+	return body
 }
 
-// writePrivate stores b at path (a private directory, a file replaced
-// whole); a cache that cannot be written is only a slower next start.
+// writePrivate stores b and its sha256 at path (a private directory, a file
+// replaced whole); a cache that cannot be written is only a slower next
+// start.
 func writePrivate(path string, b []byte) {
 	if path == "" || os.MkdirAll(filepath.Dir(path), 0o700) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".forkserver-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cache-*")
 	if err != nil {
 		return
 	}
-	_, err = tmp.Write(b)
+	sum := sha256.Sum256(b)
+	_, err = tmp.Write(append(b[:len(b):len(b)], sum[:]...))
 	if cerr := tmp.Close(); err == nil && cerr == nil && os.Rename(tmp.Name(), path) == nil {
 		return
 	}
@@ -277,25 +352,36 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	p := &Pool{cfg: cfg, dir: dir, idle: make(chan *poolSlot, n), closed: make(chan struct{}), devNull: devNull}
 	p.cg = newCgroups(cfg.SlotMemoryMB, cfg.Limits.Procs)
 	skip := map[int]bool{}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && err == nil; i++ {
 		var leases [2]*uidLease
 		for k := range leases {
-			lease, err := leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip)
-			if err != nil {
+			if leases[k], err = leaseUID(cfg.LockDir, cfg.UIDBase, cfg.UIDCount, skip); err != nil {
 				leases[0].release()
-				p.Close()
-				return nil, err
+				break
 			}
-			skip[lease.uid] = true
-			leases[k] = lease
+			skip[leases[k].uid] = true
 		}
-		ps := &poolSlot{id: i, lease: leases[0], judge: leases[1]}
-		p.all = append(p.all, ps)
-		if err := p.start(ctx, ps); err != nil {
-			p.Close()
-			return nil, err
+		if err == nil {
+			p.all = append(p.all, &poolSlot{id: i, lease: leases[0], judge: leases[1]})
 		}
+	}
+	if err == nil {
+		// The sandboxes warm up at once, each on its own CPU (startPinned):
+		// a pool of n starts in the time of one, not of n.
+		g, gctx := errgroup.WithContext(ctx)
+		for _, ps := range p.all {
+			g.Go(func() error { return p.start(gctx, ps) })
+		}
+		err = g.Wait()
+	}
+	// Every slot is handed to idle, started or not, so that Close stops and
+	// releases each of them without waiting for one that never came up.
+	for _, ps := range p.all {
 		p.idle <- ps
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }
