@@ -114,18 +114,7 @@ func harnessPyc(python string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, _ := harnesses.LoadOrStore(name, &compiled{})
-	h := b.(*compiled)
-	h.once.Do(func() {
-		cache := cachePath(name)
-		if h.out = readPrivate(cache); h.out != nil {
-			return
-		}
-		if h.out, h.err = compileHarness(python); h.err == nil {
-			writePrivate(cache, h.out)
-		}
-	})
-	return h.out, h.err
+	return compileOnce(&harnesses, name, name, func() ([]byte, error) { return compileHarness(python) })
 }
 
 // harnessName names the harness compiled by python: the sha256 of the
@@ -192,6 +181,24 @@ type compiled struct {
 	err  error
 }
 
+// compileOnce is the file m holds under key, made at most once per
+// process: read from the private cache file name when a valid one is kept
+// there, else compiled and kept there for the next process.
+func compileOnce(m *sync.Map, key, name string, compile func() ([]byte, error)) ([]byte, error) {
+	v, _ := m.LoadOrStore(key, &compiled{})
+	c := v.(*compiled)
+	c.once.Do(func() {
+		cache := cachePath(name)
+		if c.out = readPrivate(cache); c.out != nil {
+			return
+		}
+		if c.out, c.err = compile(); c.err == nil {
+			writePrivate(cache, c.out)
+		}
+	})
+	return c.out, c.err
+}
+
 // installForkServer puts the fork server at dir/forkserver.so: the
 // prebuilt one in cfg.ForkServerDir when it holds this source's build, else
 // one compiled with cfg.CC, once per process and compiler, and kept in the
@@ -203,21 +210,11 @@ func installForkServer(cfg *Config, dir string) error {
 			return writeFile(dst, lib)
 		}
 	}
-	b, _ := forkServers.LoadOrStore(cfg.CC, &compiled{})
-	fs := b.(*compiled)
-	fs.once.Do(func() {
-		cache := cachePath(forkServerName)
-		if fs.out = readPrivate(cache); fs.out != nil {
-			return
-		}
-		if fs.out, fs.err = compileForkServer(cfg.CC); fs.err == nil {
-			writePrivate(cache, fs.out)
-		}
-	})
-	if fs.err != nil {
-		return fs.err
+	lib, err := compileOnce(&forkServers, cfg.CC, forkServerName, func() ([]byte, error) { return compileForkServer(cfg.CC) })
+	if err != nil {
+		return err
 	}
-	return writeFile(dst, fs.out)
+	return writeFile(dst, lib)
 }
 
 // cachePath is where a compiled file is kept between processes ("" when
