@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 	"github.com/spf13/cobra"
 )
 

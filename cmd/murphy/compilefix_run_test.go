@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 )
 
 // TestRunCompileFix runs the built-in compile-fix tasks through the whole

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 	"github.com/murphy-rl/murphy/tasks/builtin"
 )

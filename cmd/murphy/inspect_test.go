@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 	"github.com/murphy-rl/murphy/internal/inspect"
 	"github.com/murphy-rl/murphy/internal/inspect/chromiumtest"
 	"github.com/murphy-rl/murphy/pipeline"

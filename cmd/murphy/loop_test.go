@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/credit"

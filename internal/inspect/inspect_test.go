@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/murphy-rl/murphy/dataset"
+	"github.com/murphy-rl/murphy/internal/dataset"
 	"github.com/murphy-rl/murphy/internal/inspect/chromiumtest"
 	"github.com/murphy-rl/murphy/topics"
 )
