@@ -12,7 +12,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
-	"github.com/murphy-rl/murphy/cilog"
+	"github.com/murphy-rl/murphy/backfill/cilog"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/topics"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/murphy-rl/murphy/cilog"
+	"github.com/murphy-rl/murphy/backfill/cilog"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/murphy-rl/murphy/workspace"

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/murphy-rl/murphy/cilog"
+	"github.com/murphy-rl/murphy/backfill/cilog"
 	"github.com/spf13/cobra"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/murphy-rl/murphy/cilog"
+	"github.com/murphy-rl/murphy/backfill/cilog"
 	"github.com/spf13/cobra"
 )
 

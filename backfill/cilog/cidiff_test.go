@@ -13,7 +13,7 @@ import (
 )
 
 // cidiffDir holds CiDiff's labelled breakages (../shared/data/SOURCES.md).
-const cidiffDir = "../../shared/data/cilogs/cidiff"
+const cidiffDir = "../../../shared/data/cilogs/cidiff"
 
 // groundtruth reads a CiDiff groundtruth file: its mode and its labelled
 // error lines ("E a-b" or "E n").
