@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/murphy-rl/murphy/inject"
+	"github.com/murphy-rl/murphy/backfill/inject"
 )
 
 // uuidHistory is google-uuid with three commits on top of its history: a

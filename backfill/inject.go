@@ -16,8 +16,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/murphy-rl/murphy/backfill/inject"
 	"github.com/murphy-rl/murphy/diag"
-	"github.com/murphy-rl/murphy/inject"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/murphy-rl/murphy/workspace"
 )

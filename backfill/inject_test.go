@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/murphy-rl/murphy/backfill/inject"
 	"github.com/murphy-rl/murphy/diag"
-	"github.com/murphy-rl/murphy/inject"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"

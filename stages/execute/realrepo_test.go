@@ -15,8 +15,8 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/murphy-rl/murphy/backfill/inject"
 	"github.com/murphy-rl/murphy/diag"
-	"github.com/murphy-rl/murphy/inject"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/murphy-rl/murphy/workspace"
