@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace/patch"
 )
 
 // Samples: small files that build (C with gcc, Go with go build, Java with

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace/patch"
 )
 
 // CompileFixThroughputResult is one run of the compile-fix benchmark: every

@@ -22,13 +22,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/policy"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/murphy-rl/murphy/workspace"
-	"github.com/murphy-rl/murphy/workspace/patch"
 )
 
 // Infrastructure causes of episode candidates beside topics.InfraInference

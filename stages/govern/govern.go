@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace/patch"
 )
 
 // TaskLookup finds a task by id: the shared tasks.Lookup (over the
