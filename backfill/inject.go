@@ -17,9 +17,9 @@ import (
 	"strings"
 
 	"github.com/murphy-rl/murphy/backfill/inject"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // nearLines is how far from a line the operator expects a diagnostic may

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/murphy-rl/murphy/backfill/cilog"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // reposDir holds the reference repositories (SOURCES.md), used by path.

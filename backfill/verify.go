@@ -6,10 +6,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // verdict is why a candidate task was refused ("" reason: it verified).

@@ -17,8 +17,8 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/murphy-rl/murphy/backfill"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/stages/execute"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // The task builder's flags, shared by `backfill tasks` and `backfill

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/tasks/builtin"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // builtinTaskSet names the built-in tasks in --tasks.

@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/murphy-rl/murphy/compilefix/patch"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // Builder runs build jobs (a *sandbox.Builder in production). Warm runs a

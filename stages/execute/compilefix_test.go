@@ -12,9 +12,9 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/tasks/builtin"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // openCompileFix opens a CompileFix over a store seeded with the built-in

@@ -16,10 +16,10 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/murphy-rl/murphy/backfill/inject"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // realReposDir holds the reference repositories (SOURCES.md), used by

@@ -23,12 +23,12 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/murphy-rl/murphy/compilefix/patch"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/policy"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // Infrastructure causes of episode candidates beside topics.InfraInference

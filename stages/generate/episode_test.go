@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/murphy-rl/murphy/compilefix/patch"
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/tasks/builtin"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 // episodeTaskID is the built-in compile-fix task the episode tests run: a

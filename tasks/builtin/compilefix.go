@@ -17,8 +17,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 //go:embed all:compilefix

@@ -18,8 +18,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/murphy-rl/murphy/workspace"
 )
 
 func TestCompileFixTasks(t *testing.T) {
