@@ -13,7 +13,7 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/murphy-rl/murphy/backfill/cilog"
-	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/topics"
 )
 

@@ -17,8 +17,8 @@ import (
 	"strings"
 
 	"github.com/murphy-rl/murphy/backfill/inject"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/topics"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/backfill/inject"
-	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
 )

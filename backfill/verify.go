@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
 )

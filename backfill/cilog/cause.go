@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 )
 
 // Evidence for a log's failure cause, from the lines of its diagnostics

@@ -3,7 +3,7 @@ package cilog
 import (
 	"regexp"
 
-	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 )
 
 // Kinds of diagnostic.

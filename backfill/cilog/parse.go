@@ -15,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/murphy-rl/murphy/diag"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 )
 
 // Options tune a parse.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/patch"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/topics"
 )
 

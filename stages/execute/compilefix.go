@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"

@@ -16,8 +16,8 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/murphy-rl/murphy/backfill/inject"
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
 )

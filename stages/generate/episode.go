@@ -22,9 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/diag"
 	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/policy"
 	"github.com/murphy-rl/murphy/sandbox"
