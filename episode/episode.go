@@ -24,7 +24,7 @@ import (
 	"strings"
 
 	"github.com/murphy-rl/murphy/openai"
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/topics"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/murphy-rl/murphy/openai"
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 )
 
 // OpenAIAgentConfig configures an agent on an OpenAI-compatible server.

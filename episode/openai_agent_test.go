@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/openai"
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 )
 
 // byteTokens is the canned server's tokenizer: BOS (1) then one token per

@@ -15,7 +15,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/topics"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/prometheus/client_golang/prometheus"
 )

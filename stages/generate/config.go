@@ -18,7 +18,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
 )
 

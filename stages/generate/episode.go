@@ -26,8 +26,8 @@ import (
 	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/episode"
-	"github.com/murphy-rl/murphy/policy"
 	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/topics"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/topics"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/pipeline"
-	"github.com/murphy-rl/murphy/policy"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"

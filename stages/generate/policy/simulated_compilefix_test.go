@@ -14,8 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/murphy-rl/murphy/policy"
 	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )

@@ -17,7 +17,7 @@ import (
 )
 
 // humanEvalPath is the reference data set, used by path (DESIGN §6).
-const humanEvalPath = "../../shared/data/humaneval/HumanEval.jsonl.gz"
+const humanEvalPath = "../../../../shared/data/humaneval/HumanEval.jsonl.gz"
 
 type heTask struct {
 	task topics.Task
