@@ -15,8 +15,8 @@ import (
 
 	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/sandbox"
+	"github.com/murphy-rl/murphy/stages/generate/episode"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/tasks/builtin"
 	"github.com/murphy-rl/murphy/topics"

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/murphy-rl/murphy/episode"
 	"github.com/murphy-rl/murphy/openai"
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/stages/generate/episode"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
