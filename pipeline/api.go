@@ -124,29 +124,12 @@ type PartitionStage struct {
 	TickInterval time.Duration
 }
 
-// poisonError marks an error as poison (DLQ, no retry).
-type poisonError struct {
-	reason string
-	err    error
-}
-
-func (e *poisonError) Error() string { return e.reason + ": " + e.err.Error() }
-func (e *poisonError) Unwrap() error { return e.err }
-
-// Poison marks err as poison with a short reason for metrics and the DLQ.
-func Poison(reason string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &poisonError{reason: reason, err: err}
-}
-
 // Decode decodes a record value into r (topics.Decode: schema version,
 // JSON, validation). A value that does not decode is poison, dead-lettered
 // with the codec's reason (PoisonReason).
 func Decode(value []byte, r topics.Record) error {
 	if err := topics.Decode(value, r); err != nil {
-		return Poison(PoisonReason(err), err)
+		return topics.Poison(PoisonReason(err), err)
 	}
 	return nil
 }
@@ -159,49 +142,6 @@ func PoisonReason(err error) string {
 		return te.Reason()
 	}
 	return "malformed"
-}
-
-// transientError marks an infrastructure failure (the broker is restarting,
-// a dependency is down): the record is retried until it succeeds, never
-// dead-lettered, because nothing is wrong with it.
-type transientError struct{ err error }
-
-func (e *transientError) Error() string { return "transient: " + e.err.Error() }
-func (e *transientError) Unwrap() error { return e.err }
-
-// Transient marks err as a transient infrastructure failure: the record is
-// redelivered until it succeeds and never goes to the DLQ.
-func Transient(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &transientError{err: err}
-}
-
-// IsTransient reports whether err was marked Transient.
-func IsTransient(err error) bool {
-	var t *transientError
-	return errors.As(err, &t)
-}
-
-// Fatal errors stop the stage (configuration or programming errors).
-type fatalError struct{ err error }
-
-func (e *fatalError) Error() string { return "fatal: " + e.err.Error() }
-func (e *fatalError) Unwrap() error { return e.err }
-
-// Fatal marks err as fatal: the stage stops with it.
-func Fatal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &fatalError{err: err}
-}
-
-// IsFatal reports whether err was marked Fatal.
-func IsFatal(err error) bool {
-	var f *fatalError
-	return errors.As(err, &f)
 }
 
 // KafkaConfig locates the cluster and tunes the clients.

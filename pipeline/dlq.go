@@ -12,18 +12,10 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// IsPoison reports whether err means the record can never be processed:
-// a topics record error or an error marked with Poison.
-func IsPoison(err error) bool {
-	var p *poisonError
-	return errors.As(err, &p) || topics.IsPoison(err)
-}
-
 // Reason is a short label for err, used in metrics and DLQ records.
 func Reason(err error) string {
-	var p *poisonError
-	if errors.As(err, &p) {
-		return p.reason
+	if r, ok := topics.PoisonLabel(err); ok {
+		return r
 	}
 	var te *topics.Error
 	if errors.As(err, &te) {
@@ -33,7 +25,7 @@ func Reason(err error) string {
 	if errors.As(err, &rp) {
 		return "panic"
 	}
-	if IsTransient(err) {
+	if topics.IsTransient(err) {
 		return "transient"
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -88,11 +80,11 @@ func (rt *Runtime) dlqMiddleware(stage string) message.HandlerMiddleware {
 			if err == nil {
 				return out, nil
 			}
-			if IsFatal(err) {
+			if topics.IsFatal(err) {
 				rt.fail(fmt.Errorf("stage %s: %w", stage, err))
 				return nil, err
 			}
-			if IsTransient(err) || msg.Context().Err() != nil {
+			if topics.IsTransient(err) || msg.Context().Err() != nil {
 				// Transient, or the stage is shutting down under the
 				// handler: nothing is known to be wrong with the record.
 				// Nack: the record is redelivered after a pause.
@@ -129,7 +121,7 @@ func (rt *Runtime) retryMiddleware(stage string) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			out, err := h(msg)
-			if err == nil || IsPoison(err) || IsFatal(err) {
+			if err == nil || topics.IsPoison(err) || topics.IsFatal(err) {
 				return out, err
 			}
 			b := backoff.NewExponentialBackOff()
@@ -137,11 +129,11 @@ func (rt *Runtime) retryMiddleware(stage string) message.HandlerMiddleware {
 			for attempt := 1; attempt <= cfg.MaxRetries; attempt++ {
 				select {
 				case <-msg.Context().Done():
-					return nil, Transient(msg.Context().Err())
+					return nil, topics.Transient(msg.Context().Err())
 				case <-time.After(b.NextBackOff()):
 				}
 				rt.log.Debug("retrying record", "stage", stage, "attempt", attempt, "error", err)
-				if out, err = h(msg); err == nil || IsPoison(err) || IsFatal(err) {
+				if out, err = h(msg); err == nil || topics.IsPoison(err) || topics.IsFatal(err) {
 					return out, err
 				}
 			}

@@ -87,14 +87,14 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 		switch {
 		case err == nil:
 			return proc, nil
-		case gctx.Err() != nil || IsFatal(err):
+		case gctx.Err() != nil || topics.IsFatal(err):
 			return nil, backoff.Permanent(err)
 		}
 		rt.log.Warn("partition assignment failed; retrying", "stage", s.Name, "partition", pa.ID, "error", err)
 		return nil, err
 	}, backoff.WithBackOff(newBackOff(200*time.Millisecond, 5*time.Second)), backoff.WithMaxElapsedTime(0))
 	if err != nil {
-		if gctx.Err() == nil && IsFatal(err) {
+		if gctx.Err() == nil && topics.IsFatal(err) {
 			rt.fail(fmt.Errorf("stage %s partition %d: %w", s.Name, pa.ID, err))
 		}
 		return
@@ -164,7 +164,7 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 		}
 		if now := time.Now(); !now.Before(nextTick) {
 			if err := proc.Tick(gctx, now); err != nil {
-				if IsFatal(err) {
+				if topics.IsFatal(err) {
 					rt.fail(err)
 					return
 				}
@@ -198,14 +198,14 @@ func (pc *partitionConsumer) process(ctx context.Context, proc PartitionProcesso
 		if ctx.Err() != nil {
 			return false
 		}
-		if IsFatal(err) {
+		if topics.IsFatal(err) {
 			rt.fail(err)
 			return false
 		}
 		rt.metrics.Failures.WithLabelValues(s.Name, Reason(err)).Inc()
 		// A stateful stage dead-letters only poison: dropping any other record
 		// after a few retries would leave its tree open for good.
-		if IsPoison(err) {
+		if topics.IsPoison(err) {
 			_, derr := backoff.Retry(ctx, func() (struct{}, error) {
 				return struct{}{}, rt.sendDLQ(ctx, s.Name, rec, err)
 			}, backoff.WithBackOff(newBackOff(100*time.Millisecond, 5*time.Second)), backoff.WithMaxElapsedTime(0))

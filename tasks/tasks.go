@@ -21,7 +21,6 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	json "github.com/goccy/go-json"
 
-	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -314,7 +313,7 @@ func (l *tableLookup) Task(ctx context.Context, id string) (*topics.Task, error)
 		}
 		// The table could not be read (the broker is restarting): retry the
 		// record until it can, never dead-letter it.
-		return nil, pipeline.Transient(fmt.Errorf("tasks: lookup %q: %w", id, err))
+		return nil, topics.Transient(fmt.Errorf("tasks: lookup %q: %w", id, err))
 	}
 	l.mu.Lock()
 	d, ok := l.decoded[id]
@@ -375,11 +374,11 @@ func Await(ctx context.Context, l Lookup, id string, wait time.Duration) (*topic
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case errors.Is(err, ErrNotFound):
-		return nil, pipeline.Poison("task_not_found", fmt.Errorf("task %q not found after %s: %w", id, wait, err))
+		return nil, topics.Poison("task_not_found", fmt.Errorf("task %q not found after %s: %w", id, wait, err))
 	case topics.IsPoison(err):
-		return nil, pipeline.Poison("bad_task", fmt.Errorf("task %q: %w", id, err))
+		return nil, topics.Poison("bad_task", fmt.Errorf("task %q: %w", id, err))
 	}
-	return nil, pipeline.Transient(fmt.Errorf("task %q: %w", id, err))
+	return nil, topics.Transient(fmt.Errorf("task %q: %w", id, err))
 }
 
 // untilDeadline is b with each interval cut to what is left of the wait, so

@@ -17,7 +17,6 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -410,23 +409,28 @@ func TestAwaitIsTheMissingTaskPolicy(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := Await(ctx, NewMemory(nil), "never", 300*time.Millisecond)
-	if !pipeline.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, ErrNotFound) {
+	if !topics.IsPoison(err) || !hasLabel(err, "task_not_found") || !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing task: %v", err)
 	}
 	if el := time.Since(start); el < 300*time.Millisecond || el > 2*time.Second {
 		t.Fatalf("missing task: gave up after %v, want the whole 300ms wait and little more", el)
 	}
 	bad := &topics.Error{Kind: topics.ErrInvalidField, Record: "task", Field: "tests"}
-	if _, err := Await(ctx, flaky{err: bad}, "b", time.Minute); !pipeline.IsPoison(err) || pipeline.Reason(err) != "bad_task" {
+	if _, err := Await(ctx, flaky{err: bad}, "b", time.Minute); !topics.IsPoison(err) || !hasLabel(err, "bad_task") {
 		t.Fatalf("bad task: %v", err)
 	}
 	down := errors.New("broker unavailable")
-	if _, err := Await(ctx, flaky{err: down}, "c", time.Minute); !pipeline.IsTransient(err) || !errors.Is(err, down) {
+	if _, err := Await(ctx, flaky{err: down}, "c", time.Minute); !topics.IsTransient(err) || !errors.Is(err, down) {
 		t.Fatalf("lookup failure: %v", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if _, err := Await(cctx, NewMemory(nil), "never", time.Minute); !errors.Is(err, context.DeadlineExceeded) || pipeline.IsPoison(err) {
+	if _, err := Await(cctx, NewMemory(nil), "never", time.Minute); !errors.Is(err, context.DeadlineExceeded) || topics.IsPoison(err) {
 		t.Fatalf("cancelled: %v", err)
 	}
+}
+
+func hasLabel(err error, want string) bool {
+	got, ok := topics.PoisonLabel(err)
+	return ok && got == want
 }

@@ -47,10 +47,81 @@ func (e *Error) Unwrap() error { return e.Err }
 // Reason is a short machine-readable reason for metrics and DLQ records.
 func (e *Error) Reason() string { return string(e.Kind) }
 
-// IsPoison reports whether err (or anything it wraps) is a record error.
+// IsPoison reports whether err (or anything it wraps) means the record can
+// never be processed: a record error or an error marked with Poison.
 func IsPoison(err error) bool {
 	var e *Error
-	return errors.As(err, &e)
+	var p *poisonError
+	return errors.As(err, &e) || errors.As(err, &p)
+}
+
+// PoisonLabel is the reason err was marked with Poison, if it was.
+func PoisonLabel(err error) (string, bool) {
+	var p *poisonError
+	if errors.As(err, &p) {
+		return p.reason, true
+	}
+	return "", false
+}
+
+// poisonError marks an error as poison (DLQ, no retry).
+type poisonError struct {
+	reason string
+	err    error
+}
+
+func (e *poisonError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *poisonError) Unwrap() error { return e.err }
+
+// Poison marks err as poison with a short reason for metrics and the DLQ.
+func Poison(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &poisonError{reason: reason, err: err}
+}
+
+// transientError marks an infrastructure failure (the broker is restarting,
+// a dependency is down): the record is retried until it succeeds, never
+// dead-lettered, because nothing is wrong with it.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return "transient: " + e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// Transient marks err as a transient infrastructure failure: the record is
+// redelivered until it succeeds and never goes to the DLQ.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transientError{err: err}
+}
+
+// IsTransient reports whether err was marked Transient.
+func IsTransient(err error) bool {
+	var t *transientError
+	return errors.As(err, &t)
+}
+
+// Fatal errors stop the stage (configuration or programming errors).
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return "fatal: " + e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// Fatal marks err as fatal: the stage stops with it.
+func Fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fatalError{err: err}
+}
+
+// IsFatal reports whether err was marked Fatal.
+func IsFatal(err error) bool {
+	var f *fatalError
+	return errors.As(err, &f)
 }
 
 func missing(record, field string) error {

@@ -113,7 +113,7 @@ func (s *Stage) assign(ctx context.Context, a pipeline.Assignment) (pipeline.Par
 		return nil, err
 	}
 	if np != nc {
-		return nil, pipeline.Fatal(fmt.Errorf("credit: %s has %d partitions but %s has %d: a tree would not come back to the partition it was assembled on",
+		return nil, topics.Fatal(fmt.Errorf("credit: %s has %d partitions but %s has %d: a tree would not come back to the partition it was assembled on",
 			s.samples, np, s.credited, nc))
 	}
 	from := int64(math.MinInt64)
@@ -288,7 +288,7 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		return err
 	}
 	if len(rec.Key) > 0 && string(rec.Key) != s.TreeID {
-		return pipeline.Poison("key_mismatch", fmt.Errorf("credit: record key %q is not the tree id %q", rec.Key, s.TreeID))
+		return topics.Poison("key_mismatch", fmt.Errorf("credit: record key %q is not the tree id %q", rec.Key, s.TreeID))
 	}
 	if p.finished(s.TreeID) {
 		p.s.m.LateSamples.Inc()
@@ -311,14 +311,14 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		return nil
 	}
 	if ot.t.Len() >= p.s.cfg.MaxTreeNodes && !ot.t.Has(s.NodeID) {
-		return pipeline.Poison("tree_too_large", fmt.Errorf("credit: tree %s already has %d nodes (max_tree_nodes)", s.TreeID, ot.t.Len()))
+		return topics.Poison("tree_too_large", fmt.Errorf("credit: tree %s already has %d nodes (max_tree_nodes)", s.TreeID, ot.t.Len()))
 	}
 	added, err := ot.t.Add(s)
 	if err != nil {
 		if ot.t.Len() == 0 {
 			p.drop(ot)
 		}
-		return pipeline.Poison("inconsistent_sample", err)
+		return topics.Poison("inconsistent_sample", err)
 	}
 	if !added {
 		p.s.m.DuplicateSamples.Inc()

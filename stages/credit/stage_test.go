@@ -488,7 +488,7 @@ func TestPoisonRecordsDoNotHoldTheWatermark(t *testing.T) {
 			s, _ := newTestStage(t, nil)
 			p := assigned(t, s, -1)
 			err := p.Process(context.Background(), pipeline.Record{Offset: 7, Key: []byte(tc.key), Value: tc.value})
-			if !pipeline.IsPoison(err) || pipeline.Reason(err) != tc.reason {
+			if !topics.IsPoison(err) || pipeline.Reason(err) != tc.reason {
 				t.Fatalf("err = %v (reason %q), want poison %s", err, pipeline.Reason(err), tc.reason)
 			}
 			if off, ok := p.CommitOffset(); !ok || off != 8 || len(p.open) != 0 {

@@ -405,7 +405,7 @@ func TestPoisonRecordsGoToDLQAndOthersSurvive(t *testing.T) {
 	for _, r := range recs {
 		err := proc.Process(t.Context(), r)
 		if err != nil {
-			if pipeline.IsFatal(err) || !strings.Contains(err.Error(), "credited_tree") {
+			if topics.IsFatal(err) || !strings.Contains(err.Error(), "credited_tree") {
 				t.Fatalf("offset %d: %v", r.Offset, err)
 			}
 			poison++

@@ -185,12 +185,12 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 	}
 	if err := checkTree(&tree); err != nil {
 		p.note(o, forced)
-		return pipeline.Poison(pipeline.PoisonReason(err), err)
+		return topics.Poison(pipeline.PoisonReason(err), err)
 	}
 	cj, err := json.Marshal(tree.Config)
 	if err != nil {
 		p.note(o, forced)
-		return pipeline.Poison("credit_config", err)
+		return topics.Poison("credit_config", err)
 	}
 	rows, size := len(tree.Samples), rowBytes(&tree)
 	if forced == nil && p.pendRows > 0 && (string(cj) != p.pendConfig ||
@@ -364,7 +364,7 @@ func (p *processor) write(ctx context.Context, r Range) error {
 		}
 		if err := f.write(ctx, b.rec, x); err != nil {
 			p.st.metrics.errors.WithLabelValues(f.name()).Inc()
-			return pipeline.Fatal(err)
+			return topics.Fatal(err)
 		}
 		p.st.metrics.batches.WithLabelValues(f.name()).Inc()
 	}
@@ -381,7 +381,7 @@ func (p *processor) Tick(ctx context.Context, now time.Time) error {
 	}
 	for _, f := range p.files {
 		if err := f.tick(ctx, now); err != nil {
-			return pipeline.Fatal(err)
+			return topics.Fatal(err)
 		}
 	}
 	return nil

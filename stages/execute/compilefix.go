@@ -15,7 +15,6 @@ import (
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -258,7 +257,7 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
 		return sandboxErr(topics.SandboxErrorInvalidJob, "workspace "+cf.Workspace+": "+err.Error())
 	default:
-		return Outcome{}, pipeline.Transient(fmt.Errorf("execute: workspace %s: %w", cf.Workspace, err))
+		return Outcome{}, topics.Transient(fmt.Errorf("execute: workspace %s: %w", cf.Workspace, err))
 	}
 	defer tree.Release()
 	base, err := c.baseline(ctx, task, tree)

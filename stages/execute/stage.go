@@ -120,7 +120,7 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 	b, err := topics.EncodeExecution(&ex, rec.Value)
 	if err != nil {
 		// Our own record failed validation: the input is the cause.
-		return nil, pipeline.Poison("execution_invalid", err)
+		return nil, topics.Poison("execution_invalid", err)
 	}
 	return []pipeline.Out{{Topic: s.cat.Topic(topics.Executions), Key: c.TreeID, Value: b}}, nil
 }

@@ -71,12 +71,12 @@ func TestStageHandle(t *testing.T) {
 			outs, err := st.Handle(context.Background(), pipeline.Record{Topic: "murphy.candidates", Value: tc.value})
 			switch {
 			case tc.poison:
-				if err == nil || !pipeline.IsPoison(err) || !topics.IsPoison(err) {
+				if err == nil || !topics.IsPoison(err) || !topics.IsPoison(err) {
 					t.Fatalf("want poison, got %v", err)
 				}
 				return
 			case tc.missing:
-				if !pipeline.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, tasks.ErrNotFound) {
+				if !topics.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, tasks.ErrNotFound) {
 					t.Fatalf("want a task_not_found dead letter, got %v", err)
 				}
 				return

@@ -214,28 +214,28 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	} else {
 		if s.bnd != nil {
 			if err := s.bnd.wait(ctx, p.TreeID, s.servedVersion, s.m.HeldBackStale.Inc); err != nil {
-				return nil, pipeline.Transient(err)
+				return nil, topics.Transient(err)
 			}
 			s.updateBoundMetrics()
 		}
 		if err := s.admit(ctx, p.TreeID, streamOf(prio)); err != nil {
-			return nil, pipeline.Transient(err)
+			return nil, topics.Transient(err)
 		}
 	}
 	s.chooseVersion(&p)
 	g, err := s.slots.acquire(ctx, prio)
 	if err != nil {
-		return nil, pipeline.Transient(err)
+		return nil, topics.Transient(err)
 	}
 	s.m.InFlight.Inc()
 	cands, err := s.Generate(ctx, &p)
 	s.m.InFlight.Dec()
 	s.slots.release(g)
 	switch {
-	case err != nil && pipeline.IsPoison(err):
+	case err != nil && topics.IsPoison(err):
 		return nil, err // the task stayed missing: dead-lettered, replayable
 	case err != nil:
-		return nil, pipeline.Transient(err)
+		return nil, topics.Transient(err)
 	}
 	s.m.Prompts.WithLabelValues(kind).Inc()
 	outs := make([]pipeline.Out, 0, len(cands))

@@ -178,7 +178,7 @@ func TestMissingTaskIsDeadLettered(t *testing.T) {
 	task.TaskID = "demo/unknown"
 	rec, _ := rootRecord(t, testCatalog(), task, 3, 0)
 	outs, err := s.HandlePrompt(context.Background(), rec)
-	if outs != nil || !pipeline.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, tasks.ErrNotFound) {
+	if outs != nil || !topics.IsPoison(err) || pipeline.Reason(err) != "task_not_found" || !errors.Is(err, tasks.ErrNotFound) {
 		t.Fatalf("outs %d, err %v: want a task_not_found dead letter", len(outs), err)
 	}
 }
@@ -231,7 +231,7 @@ func TestShutdownDoesNotMarkInfra(t *testing.T) {
 	rec, _ := rootRecord(t, testCatalog(), task, 3, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if outs, err := s.HandlePrompt(ctx, rec); !errors.Is(err, context.DeadlineExceeded) || !pipeline.IsTransient(err) || outs != nil {
+	if outs, err := s.HandlePrompt(ctx, rec); !errors.Is(err, context.DeadlineExceeded) || !topics.IsTransient(err) || outs != nil {
 		t.Fatalf("outs %d err %v: a stopping stage must leave the prompt for redelivery", len(outs), err)
 	}
 }

@@ -91,17 +91,17 @@ func (s *Stage) Handle(ctx context.Context, rec pipeline.Record) ([]pipeline.Out
 		case ctx.Err() != nil:
 			return nil, err
 		case IsTaskNotFound(err):
-			return nil, pipeline.Poison("task_not_found", err)
+			return nil, topics.Poison("task_not_found", err)
 		case errors.As(err, &te) && topics.IsPoison(te.Err):
-			return nil, pipeline.Poison("bad_task", err)
+			return nil, topics.Poison("bad_task", err)
 		case errors.As(err, &te):
 			return nil, fmt.Errorf("govern: %w", err) // transient: retried by the runtime
 		}
-		return nil, pipeline.Poison("ungovernable", err)
+		return nil, topics.Poison("ungovernable", err)
 	}
 	outs, err := s.encode(res, rec.Value)
 	if err != nil {
-		return nil, pipeline.Poison("encode", err)
+		return nil, topics.Poison("encode", err)
 	}
 	s.metrics.observe(res)
 	return outs, nil

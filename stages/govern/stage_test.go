@@ -16,7 +16,7 @@ import (
 // poisonReason returns the reason of a poison error ("" when err is not
 // poison: the runtime retries it).
 func poisonReason(err error) string {
-	if !pipeline.IsPoison(err) {
+	if !topics.IsPoison(err) {
 		return ""
 	}
 	return pipeline.Reason(err)
