@@ -14,7 +14,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/murphy-rl/murphy/pipeline"
-	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -24,7 +24,7 @@ type JobConfig struct {
 	Catalog topics.Catalog
 	// Submit shapes the trees (G, K, turns); its RunID is the run's ("" =
 	// the state's, else the manifest's, else DefaultRunID of the items).
-	Submit generate.SubmitConfig
+	Submit submit.Config
 	// StateDir holds what the job did, so that a rerun resumes it.
 	StateDir string
 	// Concurrency is the number of items built at once (0 = 1). Items are

@@ -16,7 +16,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
-	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -133,7 +133,7 @@ func checkOnce(t *testing.T, kc pipeline.KafkaConfig, cat topics.Catalog, run st
 }
 
 func jobConfig(t *testing.T, brokers []string, cat topics.Catalog, state string) JobConfig {
-	sc := generate.DefaultSubmitConfig()
+	sc := submit.DefaultConfig()
 	sc.RunID, sc.GroupSize, sc.TreesPerTask, sc.MaxTurns = "", 4, 2, 2
 	return JobConfig{Kafka: pipelinetest.Kafka(brokers), Catalog: cat, Submit: sc, StateDir: state, Concurrency: 2}
 }
@@ -228,7 +228,7 @@ func TestJobCrashResumeOnBroker(t *testing.T) {
 						k, _ := strconv.Atoi(tr[i+1:])
 						sc := cfg.Submit
 						sc.RunID, sc.TreesPerTask = run, k+1
-						p := generate.RootPrompts(sc, &task, time.Now())[k]
+						p := submit.RootPrompts(sc, &task, time.Now())[k]
 						if p.TreeID != tr {
 							return fmt.Errorf("tree %s, want %s", p.TreeID, tr)
 						}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/murphy-rl/murphy/pipeline"
-	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -139,9 +139,9 @@ func (j *job) publish(ctx context.Context, st *itemState, tasks []topics.Task) (
 			todo = append(todo, t)
 		}
 	}
-	rep, err := generate.Submit(ctx, j.prod, j.cfg.Catalog, j.cfg.Submit, todo, 0,
-		generate.PromptsTo(topics.BackfillPrompts),
-		generate.SkipPublished(func(topic, key string) bool { return already[topic][key] }))
+	rep, err := submit.Publish(ctx, j.prod, j.cfg.Catalog, j.cfg.Submit, todo, 0,
+		submit.PromptsTo(topics.BackfillPrompts),
+		submit.SkipPublished(func(topic, key string) bool { return already[topic][key] }))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks/submit"
 )
 
 // The state directory of a job (BACKFILL.md, "Publish"):
@@ -42,7 +42,7 @@ type runState struct {
 	Created      time.Time `json:"created"`
 }
 
-func newRunState(sc generate.SubmitConfig, now time.Time) runState {
+func newRunState(sc submit.Config, now time.Time) runState {
 	return runState{RunID: sc.RunID, GroupSize: sc.GroupSize, GroupSizes: sc.GroupSizes, TreesPerTask: sc.TreesPerTask,
 		MaxTurns: sc.MaxTurns, Created: now.UTC()}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/murphy-rl/murphy/backfill"
 	"github.com/murphy-rl/murphy/pipeline"
-	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -19,7 +19,7 @@ import (
 )
 
 func newBackfillSubmitCmd() *cobra.Command {
-	sc := generate.DefaultSubmitConfig()
+	sc := submit.DefaultConfig()
 	sc.RunID = ""
 	var (
 		manifest, state, prefix string

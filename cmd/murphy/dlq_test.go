@@ -12,8 +12,8 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
-	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks/builtin"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -66,9 +66,9 @@ func TestBadInputOnEveryInputTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := generate.DefaultSubmitConfig()
+	sub := submit.DefaultConfig()
 	sub.RunID, sub.GroupSizes, sub.GroupSize, sub.MaxTurns, sub.TreesPerTask = "dlq", []int{2}, 2, 1, 1
-	if _, err := generate.Submit(ctx, rt.Producer(), cat, sub, ts[:1], 0); err != nil {
+	if _, err := submit.Publish(ctx, rt.Producer(), cat, sub, ts[:1], 0); err != nil {
 		t.Fatal(err)
 	}
 

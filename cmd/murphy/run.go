@@ -17,8 +17,8 @@ import (
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/credit"
 	"github.com/murphy-rl/murphy/stages/execute"
-	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/spf13/cobra"
 )
@@ -172,7 +172,7 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 			return err
 		}
 	}
-	sub := generate.DefaultSubmitConfig()
+	sub := submit.DefaultConfig()
 	sub.RunID, sub.MaxTurns, sub.GroupSizes, sub.GroupSize = opt.RunID, opt.Turns, opt.GroupSizes, opt.GroupSizes[0]
 	sub.TreesPerTask, sub.Seed = opt.TreesPerTask, opt.Seed
 	if err := sub.Validate(); err != nil {
@@ -217,7 +217,7 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	fmt.Fprintf(stderr, "murphy run %s: %d tasks x %d trees, turns %d, group sizes %v, policy %s, embedded broker %v\n",
 		opt.RunID, len(ts), opt.TreesPerTask, opt.Turns, opt.GroupSizes, policyLabel, broker.Brokers())
 	start := time.Now()
-	rep, err := generate.Submit(ctx, rt.Producer(), cfg.Topics, sub, ts, 0)
+	rep, err := submit.Publish(ctx, rt.Producer(), cfg.Topics, sub, ts, 0)
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}

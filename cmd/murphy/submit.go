@@ -10,15 +10,15 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
-	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 func newSubmitCmd() *cobra.Command {
-	cfg := generate.DefaultSubmitConfig()
+	cfg := submit.DefaultConfig()
 	cfg.RunID = ""
 	var (
 		file, format, prefix string
@@ -74,7 +74,7 @@ reported with its line number and skipped; the other tasks still go.`,
 			}
 			prod := pipeline.NewProducer(kcfg)
 			defer prod.Close()
-			rep, err := generate.Submit(ctx, prod, cat, cfg, ts, 0)
+			rep, err := submit.Publish(ctx, prod, cat, cfg, ts, 0)
 			for _, e := range rep.Skipped {
 				fmt.Fprintf(stderr, "%s: skipped: %v\n", file, e)
 			}
@@ -141,7 +141,7 @@ func (s *kafkaSettings) config(f *pflag.FlagSet, clientID string) (pipeline.Kafk
 
 // addTreeFlags registers the flags of the trees a submission starts (G,
 // K, turns, run id, reward policy, node cap, seed) on cfg.
-func addTreeFlags(f *pflag.FlagSet, cfg *generate.SubmitConfig, runIDDefault string) {
+func addTreeFlags(f *pflag.FlagSet, cfg *submit.Config, runIDDefault string) {
 	f.IntVarP(&cfg.GroupSize, "group-size", "g", cfg.GroupSize, "G: samples in the root group")
 	f.IntSliceVar(&cfg.GroupSizes, "group-sizes", nil, "group size per turn, the last repeating (overrides --group-size)")
 	f.IntVarP(&cfg.TreesPerTask, "trees-per-task", "k", cfg.TreesPerTask, "K: trees (root prompts) per task")

@@ -21,6 +21,7 @@ import (
 	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/emit"
 	"github.com/murphy-rl/murphy/stages/generate"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -197,7 +198,7 @@ func writeBacklog(ctx context.Context, b *Broker, c Config, ts []topics.Task, ca
 	now := time.Now()
 	byTask := make([][]*topics.Prompt, len(ts))
 	for i := range ts {
-		byTask[i] = generate.RootPrompts(sub, &ts[i], now)
+		byTask[i] = submit.RootPrompts(sub, &ts[i], now)
 	}
 	var roots []*topics.Prompt
 	for k := range perTask {

@@ -18,8 +18,8 @@ import (
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages"
 	"github.com/murphy-rl/murphy/stages/emit"
-	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -117,8 +117,8 @@ func cpuTime() time.Duration {
 }
 
 // submitConfig is the seeding of a run of treesPerTask trees per task.
-func (c Config) submitConfig(runID string, treesPerTask int) generate.SubmitConfig {
-	sub := generate.DefaultSubmitConfig()
+func (c Config) submitConfig(runID string, treesPerTask int) submit.Config {
+	sub := submit.DefaultConfig()
 	sub.RunID, sub.MaxTurns, sub.GroupSizes, sub.GroupSize = runID, c.Turns, c.GroupSizes, c.GroupSizes[0]
 	sub.TreesPerTask, sub.Seed = treesPerTask, c.Seed
 	return sub
@@ -134,12 +134,12 @@ type executeWith struct {
 // runPipeline submits the trees, then runs every stage in this process on
 // one runtime, exactly as `murphy run` wires them except for the execute
 // stage's runner, until every tree is in a batch.
-func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, ex executeWith, ts []topics.Task, sub generate.SubmitConfig, logw io.Writer) (Run, error) {
+func runPipeline(ctx context.Context, b *Broker, cat topics.Catalog, c Config, ex executeWith, ts []topics.Task, sub submit.Config, logw io.Writer) (Run, error) {
 	defer labelSide(ctx, "pipeline")()
 	ctx, cancel := context.WithTimeout(ctx, c.RunTimeout)
 	defer cancel()
 	prod := pipeline.NewProducer(b.Kafka)
-	rep, err := generate.Submit(ctx, prod, cat, sub, ts, 0)
+	rep, err := submit.Publish(ctx, prod, cat, sub, ts, 0)
 	prod.Close()
 	if err != nil {
 		return Run{}, fmt.Errorf("bench: submit: %w", err)

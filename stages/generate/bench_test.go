@@ -9,6 +9,7 @@ import (
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -25,13 +26,13 @@ func BenchmarkHandlePrompt(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sc := DefaultSubmitConfig()
+	sc := submit.DefaultConfig()
 	sc.GroupSize, sc.TreesPerTask = 8, 1
 	task := testTasks()[0]
 	recs := make([]pipeline.Record, 64)
 	for i := range recs {
 		sc.RunID = "bench" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		p := RootPrompts(sc, &task, time.Unix(0, 0))[0]
+		p := submit.RootPrompts(sc, &task, time.Unix(0, 0))[0]
 		v, _ := topics.Encode(p)
 		recs[i] = pipeline.Record{Value: v}
 	}
@@ -90,9 +91,9 @@ func BenchmarkStageOnKafka(b *testing.B) {
 	// Baseline: produce and read back want candidate-sized records.
 	cat := pipelinetest.Catalog(b, brokers, 4)
 	sample, _ := NewStage(DefaultConfig(), tasks.NewMemory(ts), cat, nil)
-	sc := DefaultSubmitConfig()
+	sc := submit.DefaultConfig()
 	sc.GroupSize = g
-	p := RootPrompts(sc, &ts[0], time.Now())[0]
+	p := submit.RootPrompts(sc, &ts[0], time.Now())[0]
 	cands, err := sample.Generate(ctx, p)
 	if err != nil {
 		b.Fatal(err)
@@ -112,9 +113,9 @@ func BenchmarkStageOnKafka(b *testing.B) {
 	var total time.Duration
 	for b.Loop() {
 		cat := pipelinetest.Catalog(b, brokers, 4)
-		sc := DefaultSubmitConfig()
+		sc := submit.DefaultConfig()
 		sc.RunID, sc.GroupSize, sc.TreesPerTask = pipelinetest.Unique(b), g, k
-		if _, err := Submit(ctx, prod, cat, sc, ts, 0); err != nil {
+		if _, err := submit.Publish(ctx, prod, cat, sc, ts, 0); err != nil {
 			b.Fatal(err)
 		}
 		cfg := DefaultConfig()

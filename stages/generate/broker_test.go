@@ -11,6 +11,7 @@ import (
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -38,9 +39,9 @@ func TestSubmitThenGenerateOnBroker(t *testing.T) {
 
 		ts := testTasks()
 		bad := topics.Task{TaskID: "demo/bad", Kind: "cobol", Prompt: "x"}
-		sc := DefaultSubmitConfig()
+		sc := submit.DefaultConfig()
 		sc.RunID, sc.GroupSize, sc.TreesPerTask, sc.MaxTurns = "r1", 3, 2, 2
-		rep, err := Submit(ctx, prod, cat, sc, append(ts, bad), 0)
+		rep, err := submit.Publish(ctx, prod, cat, sc, append(ts, bad), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,9 +135,9 @@ func TestStageOnRuntime(t *testing.T) {
 		defer cancel()
 		prod := pipeline.NewProducer(kcfg)
 		defer prod.Close()
-		sc := DefaultSubmitConfig()
+		sc := submit.DefaultConfig()
 		sc.RunID, sc.GroupSize, sc.TreesPerTask = pipelinetest.Unique(t), g, k
-		rep, err := Submit(ctx, prod, cat, sc, ts, 0)
+		rep, err := submit.Publish(ctx, prod, cat, sc, ts, 0)
 		if err != nil || rep.Trees != k*len(ts) {
 			t.Fatalf("submit: %+v %v", rep, err)
 		}
@@ -281,9 +282,9 @@ func TestTreeCapOnRuntime(t *testing.T) {
 			ts[i] = testTasks()[i%2]
 			ts[i].TaskID = fmt.Sprintf("demo/%d", i)
 		}
-		sc := DefaultSubmitConfig()
+		sc := submit.DefaultConfig()
 		sc.RunID, sc.GroupSize = "cap", g
-		if _, err := Submit(ctx, prod, cat, sc, ts, 0); err != nil {
+		if _, err := submit.Publish(ctx, prod, cat, sc, ts, 0); err != nil {
 			t.Fatal(err)
 		}
 		cfg := DefaultConfig()

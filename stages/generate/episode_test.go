@@ -19,6 +19,7 @@ import (
 	"github.com/murphy-rl/murphy/stages/generate/episode"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/tasks/builtin"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -417,7 +418,7 @@ func TestEpisodeBuildSeed(t *testing.T) {
 // failed attempt and its feedback.
 func TestEpisodePrompt(t *testing.T) {
 	task := compileFixTask(t, episodeTaskID)
-	root := &topics.Prompt{Text: RootPromptText(&task)}
+	root := &topics.Prompt{Text: submit.RootPromptText(&task)}
 	got := EpisodePrompt(root, &task)
 	if !strings.Contains(got, "Use the tools") || !strings.Contains(got, task.Prompt[:40]) || strings.Contains(got, "```diff code block") {
 		t.Fatalf("root episode prompt:\n%s", got)

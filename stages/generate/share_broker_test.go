@@ -14,6 +14,7 @@ import (
 	"github.com/murphy-rl/murphy/pipeline/pipelinetest"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -109,7 +110,7 @@ func TestBackfillShareOnBroker(t *testing.T) {
 	// Both backlogs at once.
 	prod := pipeline.NewProducer(kcfg)
 	defer prod.Close()
-	sc := DefaultSubmitConfig()
+	sc := submit.DefaultConfig()
 	sc.GroupSize = g
 	var wg sync.WaitGroup
 	for _, st := range []struct {
@@ -122,7 +123,7 @@ func TestBackfillShareOnBroker(t *testing.T) {
 			defer wg.Done()
 			c := sc
 			c.RunID = st.run
-			if _, err := Submit(ctx, prod, cat, c, st.ts, 0, PromptsTo(st.topic)); err != nil {
+			if _, err := submit.Publish(ctx, prod, cat, c, st.ts, 0, submit.PromptsTo(st.topic)); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -12,6 +12,7 @@ import (
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -54,9 +55,9 @@ func newSimStage(t *testing.T, mut func(*Config), seed int64) *Stage {
 
 func rootRecord(t *testing.T, cat topics.Catalog, task topics.Task, g, k int) (pipeline.Record, *topics.Prompt) {
 	t.Helper()
-	cfg := DefaultSubmitConfig()
+	cfg := submit.DefaultConfig()
 	cfg.GroupSize, cfg.TreesPerTask = g, k+1
-	p := RootPrompts(cfg, &task, time.Unix(1, 0))[k]
+	p := submit.RootPrompts(cfg, &task, time.Unix(1, 0))[k]
 	b, err := topics.Encode(p)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 	"github.com/segmentio/kafka-go"
 )
@@ -496,7 +497,7 @@ func (s *Stage) restartTree(ctx context.Context, p *topics.Prompt) ([]pipeline.O
 		return outs, nil
 	}
 	tree := p.TreeID + "~v" + strconv.FormatInt(served, 10)
-	text := RootPromptText(t)
+	text := submit.RootPromptText(t)
 	root := &topics.Prompt{SchemaVersion: topics.SchemaVersion, TreeSpec: p.TreeSpec, TreeID: tree, TaskID: p.TaskID,
 		GroupID: topics.RootID(tree), Turn: 1, GroupSize: p.TreeSpec.GroupSizeAt(1), Text: text,
 		Messages: []topics.Message{{Role: "user", Content: text}}, CreatedAt: now}

@@ -17,6 +17,7 @@ import (
 	"github.com/murphy-rl/murphy/stages/generate"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -280,9 +281,9 @@ func cfFixtures() []cfFixture {
 
 func cfRoot(t *testing.T, task *topics.Task, g int) *topics.Prompt {
 	t.Helper()
-	cfg := generate.DefaultSubmitConfig()
+	cfg := submit.DefaultConfig()
 	cfg.GroupSize = g
-	return generate.RootPrompts(cfg, task, time.Unix(1, 0))[0]
+	return submit.RootPrompts(cfg, task, time.Unix(1, 0))[0]
 }
 
 func cfRefinement(root *topics.Prompt, feedback, parentCode string) *topics.Prompt {
@@ -727,11 +728,11 @@ func TestExtractCodeDiff(t *testing.T) {
 func TestCompileFixThroughGenerate(t *testing.T) {
 	fx := cfFixtures()[1]
 	task := fx.task()
-	text := generate.RootPromptText(task)
+	text := submit.RootPromptText(task)
 	if !strings.Contains(text, "```diff") || strings.Contains(text, "python") || !strings.Contains(text, "unified diff") {
 		t.Fatalf("root prompt does not ask for a diff:\n%s", text)
 	}
-	if py := generate.RootPromptText(&topics.Task{Kind: topics.KindPythonFunction, Prompt: "def f():\n"}); !strings.Contains(py, "```python") {
+	if py := submit.RootPromptText(&topics.Task{Kind: topics.KindPythonFunction, Prompt: "def f():\n"}); !strings.Contains(py, "```python") {
 		t.Fatalf("python prompt changed:\n%s", py)
 	}
 	cfg := generate.DefaultConfig()

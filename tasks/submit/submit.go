@@ -1,4 +1,6 @@
-package generate
+// Package submit seeds trees: it publishes tasks to the compacted tasks topic
+// and one root prompt per tree to the prompts topic.
+package submit
 
 import (
 	"context"
@@ -11,8 +13,8 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// SubmitConfig says how trees are seeded from tasks.
-type SubmitConfig struct {
+// Config says how trees are seeded from tasks.
+type Config struct {
 	// RunID names the run; tree ids are topics.TreeID(RunID, task, k), so
 	// they are unique per run.
 	RunID string `yaml:"run_id"`
@@ -33,13 +35,13 @@ type SubmitConfig struct {
 	Seed int64 `yaml:"seed"`
 }
 
-// DefaultSubmitConfig is G=8, one tree per task, three turns.
-func DefaultSubmitConfig() SubmitConfig {
-	return SubmitConfig{RunID: "run", GroupSize: 8, TreesPerTask: 1, MaxTurns: 3, Seed: 1}
+// DefaultConfig is G=8, one tree per task, three turns.
+func DefaultConfig() Config {
+	return Config{RunID: "run", GroupSize: 8, TreesPerTask: 1, MaxTurns: 3, Seed: 1}
 }
 
 // Validate checks the configuration.
-func (c SubmitConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if c.RunID == "" || strings.ContainsAny(c.RunID, "/ \t\n") {
 		errs = append(errs, fmt.Errorf("run_id %q must be non-empty, without '/' or spaces", c.RunID))
@@ -96,7 +98,7 @@ func RootPromptText(t *topics.Task) string {
 }
 
 // RootPrompts builds the K root prompts of task t.
-func RootPrompts(cfg SubmitConfig, t *topics.Task, now time.Time) []*topics.Prompt {
+func RootPrompts(cfg Config, t *topics.Task, now time.Time) []*topics.Prompt {
 	sizes := cfg.GroupSizes
 	if len(sizes) == 0 {
 		sizes = []int{cfg.GroupSize}
@@ -122,8 +124,8 @@ func RootPrompts(cfg SubmitConfig, t *topics.Task, now time.Time) []*topics.Prom
 	return out
 }
 
-// SubmitReport says what Submit published.
-type SubmitReport struct {
+// Report says what Publish published.
+type Report struct {
 	Tasks   int
 	Trees   int
 	Skipped []error // tasks that failed validation
@@ -133,37 +135,37 @@ type SubmitReport struct {
 	AlreadyTrees int
 }
 
-// SubmitOption changes where Submit publishes and what it leaves out.
-type SubmitOption func(*submitOptions)
+// Option changes where Publish publishes and what it leaves out.
+type Option func(*options)
 
-type submitOptions struct {
+type options struct {
 	prompts   topics.Name
 	published func(topic, key string) bool
 }
 
 // PromptsTo publishes the root prompts to topic n of the catalog instead of
 // prompts (a backfill job: topics.BackfillPrompts).
-func PromptsTo(n topics.Name) SubmitOption {
-	return func(o *submitOptions) { o.prompts = n }
+func PromptsTo(n topics.Name) Option {
+	return func(o *options) { o.prompts = n }
 }
 
 // SkipPublished leaves out every record for which published(topic, key)
 // is true (key: the task id on the tasks topic, the tree id on the prompts
 // topic), so that a resumed job publishes each record once; they are
-// counted in SubmitReport.AlreadyTasks and AlreadyTrees.
-func SkipPublished(published func(topic, key string) bool) SubmitOption {
-	return func(o *submitOptions) { o.published = published }
+// counted in Report.AlreadyTasks and AlreadyTrees.
+func SkipPublished(published func(topic, key string) bool) Option {
+	return func(o *options) { o.published = published }
 }
 
-// Submit publishes tasks to the compacted tasks topic (key task_id), then
+// Publish publishes tasks to the compacted tasks topic (key task_id), then
 // one root prompt per tree to the prompts topic (key tree_id). A task that
 // fails validation is skipped and reported; the others still go. Records
 // are produced in batches of batch (0 = 500). Options change the prompts'
 // topic (PromptsTo) and leave out what is already published
 // (SkipPublished).
-func Submit(ctx context.Context, prod pipeline.Producer, cat topics.Catalog, cfg SubmitConfig, tasks []topics.Task, batch int, opts ...SubmitOption) (SubmitReport, error) {
-	var rep SubmitReport
-	o := submitOptions{prompts: topics.Prompts, published: func(string, string) bool { return false }}
+func Publish(ctx context.Context, prod pipeline.Producer, cat topics.Catalog, cfg Config, tasks []topics.Task, batch int, opts ...Option) (Report, error) {
+	var rep Report
+	o := options{prompts: topics.Prompts, published: func(string, string) bool { return false }}
 	for _, opt := range opts {
 		opt(&o)
 	}
