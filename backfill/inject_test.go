@@ -12,7 +12,6 @@ import (
 
 	"github.com/murphy-rl/murphy/backfill/inject"
 	"github.com/murphy-rl/murphy/compilefix/diag"
-	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -104,7 +103,7 @@ func checkInjected(t *testing.T, b *Builder, task *topics.Task, p Provenance, la
 	if base.OK {
 		t.Errorf("%s: the snapshot builds", task.TaskID)
 	}
-	out, err := b.Verify.Evaluate(ctx, task, task.ReferencePatch, execute.DefaultFeedbackBytes)
+	out, err := b.Verify.Evaluate(ctx, task, task.ReferencePatch, topics.DefaultFeedbackBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func checkInjected(t *testing.T, b *Builder, task *topics.Task, p Provenance, la
 		t.Errorf("%s: reference %s, %d/%d targets fixed:\n%s", task.TaskID, out.Status, out.TargetsFixed, out.TargetsTotal, out.Feedback)
 	}
 	// Something that is not the repair does not pass.
-	if out, err := b.Verify.Evaluate(ctx, task, "not a diff\n", execute.DefaultFeedbackBytes); err != nil || out.Status == topics.StatusPassed {
+	if out, err := b.Verify.Evaluate(ctx, task, "not a diff\n", topics.DefaultFeedbackBytes); err != nil || out.Status == topics.StatusPassed {
 		t.Errorf("%s: a non-patch passes (%s, %v)", task.TaskID, out.Status, err)
 	}
 	if len(near(diag.Errors(base.Diagnostics), &inject.Mutation{File: p.File})) == 0 {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -58,7 +58,7 @@ type Options struct {
 // exactly what execute will grade.
 type Builder struct {
 	Store  *workspace.Store
-	Verify *execute.CompileFix
+	Verify *compilefix.Evaluator
 	Opts   Options
 }
 
@@ -66,7 +66,7 @@ var _ TaskBuilder = (*Builder)(nil)
 
 // NewBuilder returns a Builder over a workspace store and the compile-fix
 // evaluator that reads it.
-func NewBuilder(store *workspace.Store, cf *execute.CompileFix, opts Options) *Builder {
+func NewBuilder(store *workspace.Store, cf *compilefix.Evaluator, opts Options) *Builder {
 	return &Builder{Store: store, Verify: cf, Opts: opts}
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/murphy-rl/murphy/backfill/cilog"
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -63,14 +63,14 @@ func sandboxBuilder(t *testing.T) *Builder {
 		}
 		sandboxed.dir = dir
 		storeDir := filepath.Join(dir, "store")
-		cfg := execute.DefaultCompileFixConfig()
+		cfg := compilefix.DefaultConfig()
 		cfg.Store = storeDir
 		cfg.Builder.Workers = 2
 		// Uids of their own (other packages' builders lease 63000 on and
 		// 66000 on); the lock directory is the shared default one.
 		cfg.Builder.UIDBase, cfg.Builder.UIDCount = 67000, 100
 		ctx := context.Background()
-		cf, closeCF, err := execute.OpenCompileFix(ctx, cfg)
+		cf, closeCF, err := compilefix.Open(ctx, cfg)
 		if err != nil {
 			sandboxed.err = err
 			return

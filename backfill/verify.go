@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -44,7 +44,7 @@ func (b *Builder) put(ctx context.Context, dir string) (string, error) {
 // build whose output says something cannot be found or downloaded is a
 // missing dependency only when explain asks (the caller decides whether
 // the failure is otherwise explained).
-func (b *Builder) baseline(ctx context.Context, task *topics.Task) (execute.Baseline, *verdict, error) {
+func (b *Builder) baseline(ctx context.Context, task *topics.Task) (compilefix.Baseline, *verdict, error) {
 	base, err := b.Verify.Baseline(ctx, task)
 	if err != nil {
 		return base, nil, err
@@ -69,9 +69,9 @@ func (b *Builder) checkReference(ctx context.Context, task *topics.Task, runs in
 	if runs < 1 {
 		runs = 1
 	}
-	var first execute.Outcome
+	var first compilefix.Outcome
 	for i := range runs {
-		out, err := b.Verify.Evaluate(ctx, task, task.ReferencePatch, execute.DefaultFeedbackBytes)
+		out, err := b.Verify.Evaluate(ctx, task, task.ReferencePatch, topics.DefaultFeedbackBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/credit"
 	"github.com/murphy-rl/murphy/stages/emit"
@@ -116,7 +117,7 @@ var descriptors = [...]Descriptor{
 			}
 			var opts []execute.Option
 			if w.Execute.CompileFix.Store != "" {
-				cf, closeCF, err := execute.OpenCompileFix(ctx, w.Execute.CompileFix)
+				cf, closeCF, err := compilefix.Open(ctx, w.Execute.CompileFix)
 				if err != nil {
 					release()
 					return nil, fmt.Errorf("compile-fix: %w", err)

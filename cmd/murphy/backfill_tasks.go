@@ -17,8 +17,8 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/murphy-rl/murphy/backfill"
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
-	"github.com/murphy-rl/murphy/stages/execute"
 )
 
 // The task builder's flags, shared by `backfill tasks` and `backfill
@@ -50,10 +50,10 @@ func openBackfillBuilder(cmd *cobra.Command) (*backfill.Builder, func(), error) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cfc := execute.DefaultCompileFixConfig()
+	cfc := compilefix.DefaultConfig()
 	cfc.Store = url
 	cfc.Builder.Workers = workers
-	cf, closeCF, err := execute.OpenCompileFix(ctx, cfc)
+	cf, closeCF, err := compilefix.Open(ctx, cfc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/murphy-rl/murphy/stages/execute"
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -35,9 +35,9 @@ once as the builder has slots, and prints both rates and their ratio.`,
 				return err
 			}
 			defer cleanup()
-			cfg := execute.DefaultCompileFixConfig()
+			cfg := compilefix.DefaultConfig()
 			cfg.Store, cfg.Builder.Workers = url, workers
-			cf, closeCF, err := execute.OpenCompileFix(ctx, cfg)
+			cf, closeCF, err := compilefix.Open(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ once as the builder has slots, and prints both rates and their ratio.`,
 			if n == 0 {
 				n = cf.Builder.(interface{ Size() int }).Size()
 			}
-			r, err := execute.CompileFixThroughput(ctx, cf, n, repeat, ts)
+			r, err := compilefix.Throughput(ctx, cf, n, repeat, ts)
 			if err != nil {
 				return err
 			}

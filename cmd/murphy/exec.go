@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/spf13/cobra"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/execute"
 	"github.com/murphy-rl/murphy/tasks"
@@ -74,7 +75,7 @@ Needs root and bubblewrap (apt-get install -y bubblewrap).`,
 	f.StringVar(&o.solutions, "solutions", "", "JSONL of {task_id, solution|completion}")
 	f.BoolVar(&o.reference, "reference", false, "evaluate each task's reference solution")
 	f.IntVar(&o.workers, "workers", 0, "warm sandboxes (0 = one per CPU)")
-	f.IntVar(&o.feedbackBytes, "feedback-bytes", execute.DefaultFeedbackBytes, "feedback cap in bytes (head+tail truncation)")
+	f.IntVar(&o.feedbackBytes, "feedback-bytes", topics.DefaultFeedbackBytes, "feedback cap in bytes (head+tail truncation)")
 	f.DurationVar(&o.timeout, "timeout", def.Wall, "default wall and CPU limit per run (a task's timeout_ms wins)")
 	f.IntVar(&o.memoryMB, "memory-mb", def.MemoryMB, "default address-space budget per run in MB (a task's memory_mb wins)")
 	return cmd
@@ -180,10 +181,10 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 		if url == "" {
 			return errors.New("exec: compile-fix tasks need --workspace-store")
 		}
-		cfc := execute.DefaultCompileFixConfig()
+		cfc := compilefix.DefaultConfig()
 		cfc.Store = url
 		cfc.Builder.Workers = o.workers
-		cf, closeCF, err := execute.OpenCompileFix(ctx, cfc)
+		cf, closeCF, err := compilefix.Open(ctx, cfc)
 		if err != nil {
 			return fmt.Errorf("exec: %w", err)
 		}

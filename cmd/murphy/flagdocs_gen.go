@@ -5,6 +5,11 @@ package main
 // fieldDocs maps "package path.Type.Field" of every field of a struct reachable
 // from Config to the first paragraph of the field's doc comment.
 var fieldDocs = map[string]string{
+	"github.com/murphy-rl/murphy/compilefix.Config.Builder":                                   "Builder configures the build sandbox.",
+	"github.com/murphy-rl/murphy/compilefix.Config.CacheDir":                                  "CacheDir holds materialised snapshots (\"\" = a fresh temporary directory, removed at shutdown).",
+	"github.com/murphy-rl/murphy/compilefix.Config.CacheMB":                                   "CacheMB bounds the materialised snapshots kept (least recently used ones are evicted).",
+	"github.com/murphy-rl/murphy/compilefix.Config.MaxPatchKB":                                "MaxPatchKB refuses larger diffs (patch_failed) before parsing them.",
+	"github.com/murphy-rl/murphy/compilefix.Config.Store":                                     "Store is the workspace store's URL: a directory, file://, s3://, gs:// or mem://. Empty: this executor does not run compile-fix tasks (they are sandbox errors, invalid_job).",
 	"github.com/murphy-rl/murphy/openai.Config.APIKey":                                        "APIKey is sent as \"Authorization: Bearer <key>\" when not empty.",
 	"github.com/murphy-rl/murphy/openai.Config.BackoffInitial":                                "BackoffInitial is the backoff before the first retry; it doubles per retry up to BackoffMax. Each wait is drawn from [d/2, 3d/2].",
 	"github.com/murphy-rl/murphy/openai.Config.BackoffMax":                                    "BackoffMax caps the exponential backoff.",
@@ -124,12 +129,7 @@ var fieldDocs = map[string]string{
 	"github.com/murphy-rl/murphy/stages/emit.Config.ReadBackTimeout":                          "ReadBackTimeout bounds reading back the batches topic when a partition is assigned.",
 	"github.com/murphy-rl/murphy/stages/emit.Config.TickInterval":                             "TickInterval is how often time bounds are checked; never less often than every quarter of MaxAge, so a batch is written close to its age.",
 	"github.com/murphy-rl/murphy/stages/emit.Config.Topic":                                    "Topic turns the batches topic sink on.",
-	"github.com/murphy-rl/murphy/stages/execute.CompileFixConfig.Builder":                     "Builder configures the build sandbox.",
-	"github.com/murphy-rl/murphy/stages/execute.CompileFixConfig.CacheDir":                    "CacheDir holds materialised snapshots (\"\" = a fresh temporary directory, removed at shutdown).",
-	"github.com/murphy-rl/murphy/stages/execute.CompileFixConfig.CacheMB":                     "CacheMB bounds the materialised snapshots kept (least recently used ones are evicted).",
-	"github.com/murphy-rl/murphy/stages/execute.CompileFixConfig.MaxPatchKB":                  "MaxPatchKB refuses larger diffs (patch_failed) before parsing them.",
-	"github.com/murphy-rl/murphy/stages/execute.CompileFixConfig.Store":                       "Store is the workspace store's URL: a directory, file://, s3://, gs:// or mem://. Empty: this executor does not run compile-fix tasks (they are sandbox errors, invalid_job).",
-	"github.com/murphy-rl/murphy/stages/execute.Config.CompileFix":                            "CompileFix configures compile-fix tasks: the workspace store, the snapshot cache and the build sandbox (COMPILEFIX.md).",
+	"github.com/murphy-rl/murphy/stages/execute.Config.CompileFix":                            "CompileFix configures compile-fix tasks: the workspace store, the snapshot cache and the build sandbox (compilefix/README.md).",
 	"github.com/murphy-rl/murphy/stages/execute.Config.Concurrency":                           "Concurrency is the number of candidates evaluated at once; 0 means one per sandbox of the pool (the pool bounds it anyway).",
 	"github.com/murphy-rl/murphy/stages/execute.Config.FeedbackBytes":                         "FeedbackBytes caps the feedback text (head+tail truncation).",
 	"github.com/murphy-rl/murphy/stages/execute.Config.Name":                                  "Name labels metrics and the consumer group.",

@@ -388,7 +388,7 @@ func TestFeedbackTemplates(t *testing.T) {
 func TestTruncate(t *testing.T) {
 	for _, n := range []int{10, 50, 100, 2048} {
 		s := strings.Repeat("é", 3000) + "END"
-		got := truncate(s, n)
+		got := topics.Truncate(s, n)
 		if len(got) > n {
 			t.Errorf("cap %d: got %d bytes", n, len(got))
 		}
@@ -399,7 +399,7 @@ func TestTruncate(t *testing.T) {
 			t.Errorf("cap %d: invalid UTF-8", n)
 		}
 	}
-	if truncate("short", 10) != "short" {
+	if topics.Truncate("short", 10) != "short" {
 		t.Error("short strings must be kept")
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/tasks"
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // Config configures the execute stage.
@@ -27,51 +29,19 @@ type Config struct {
 	// Sandbox configures the pool the stage runs in.
 	Sandbox sandbox.Config `yaml:"sandbox"`
 	// CompileFix configures compile-fix tasks: the workspace store, the
-	// snapshot cache and the build sandbox (COMPILEFIX.md).
-	CompileFix CompileFixConfig `yaml:"compile_fix"`
-}
-
-// CompileFixConfig configures the evaluation of compile-fix tasks.
-type CompileFixConfig struct {
-	// Store is the workspace store's URL: a directory, file://, s3://,
-	// gs:// or mem://. Empty: this executor does not run compile-fix tasks
-	// (they are sandbox errors, invalid_job).
-	Store string `yaml:"store"`
-	// CacheDir holds materialised snapshots ("" = a fresh temporary
-	// directory, removed at shutdown).
-	CacheDir string `yaml:"cache_dir"`
-	// CacheMB bounds the materialised snapshots kept (least recently used
-	// ones are evicted).
-	CacheMB int `yaml:"cache_mb"`
-	// MaxPatchKB refuses larger diffs (patch_failed) before parsing them.
-	MaxPatchKB int `yaml:"max_patch_kb"`
-	// Builder configures the build sandbox.
-	Builder sandbox.BuilderConfig `yaml:"builder"`
-}
-
-// DefaultCompileFixConfig keeps 2 GiB of snapshots and accepts diffs up to
-// 1 MiB.
-func DefaultCompileFixConfig() CompileFixConfig {
-	return CompileFixConfig{CacheMB: 2048, MaxPatchKB: 1024, Builder: sandbox.DefaultBuilderConfig()}
-}
-
-// Validate checks the configuration.
-func (c CompileFixConfig) Validate() error {
-	if c.CacheMB < 1 || c.MaxPatchKB < 1 {
-		return errors.New("execute: compile_fix cache_mb and max_patch_kb must be >= 1")
-	}
-	return c.Builder.Validate()
+	// snapshot cache and the build sandbox (compilefix/README.md).
+	CompileFix compilefix.Config `yaml:"compile_fix"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
 		Name:             "execute",
-		FeedbackBytes:    DefaultFeedbackBytes,
+		FeedbackBytes:    topics.DefaultFeedbackBytes,
 		StdioMaxTimeouts: 2,
 		TaskWait:         tasks.DefaultTaskWait,
 		Sandbox:          sandbox.DefaultConfig(),
-		CompileFix:       DefaultCompileFixConfig(),
+		CompileFix:       compilefix.DefaultConfig(),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -26,7 +27,7 @@ type Outcome struct {
 	// job; a stdio task has one run per test).
 	MaxRunCPU time.Duration
 	// Diagnostics, TargetsFixed and TargetsTotal describe a compile-fix
-	// build (COMPILEFIX.md).
+	// build (compilefix/README.md).
 	Diagnostics  []topics.Diagnostic
 	TargetsFixed int
 	TargetsTotal int
@@ -44,7 +45,7 @@ type Evaluator struct {
 	StdioMaxTimeouts int
 	// CompileFix evaluates compile-fix tasks; nil means this executor does
 	// not run them (a sandbox_error, invalid_job).
-	CompileFix *CompileFix
+	CompileFix *compilefix.Evaluator
 }
 
 // Evaluate runs code (a whole program) against task. The error is non-nil
@@ -63,7 +64,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		out, err = e.stdio(ctx, task, code)
 	case topics.KindCompileFix:
 		if e.CompileFix != nil {
-			out, err = e.CompileFix.Evaluate(ctx, task, code, e.cap())
+			var cf compilefix.Outcome
+			cf, err = e.CompileFix.Evaluate(ctx, task, code, e.cap())
+			out = fromCompileFix(cf)
 			break
 		}
 		out = Outcome{Status: topics.StatusSandboxError, SandboxError: "this executor has no build sandbox and workspace store for compile-fix tasks",
@@ -85,7 +88,7 @@ func (e *Evaluator) cap() int {
 	if e.FeedbackBytes > 0 {
 		return e.FeedbackBytes
 	}
-	return DefaultFeedbackBytes
+	return topics.DefaultFeedbackBytes
 }
 
 // limits maps a task's limits onto the sandbox's (zero = pool default).
@@ -212,3 +215,12 @@ func (e *Evaluator) stdio(ctx context.Context, task *topics.Task, code string) (
 
 // skippedSignal marks a stdio case not run after too many timeouts.
 const skippedSignal = "not run"
+
+// fromCompileFix is the outcome of a compile-fix evaluation.
+func fromCompileFix(o compilefix.Outcome) Outcome {
+	return Outcome{
+		Status: o.Status, TestsPassed: o.TestsPassed, TestsTotal: o.TestsTotal, PassRate: o.PassRate,
+		Feedback: o.Feedback, Results: o.Results, SandboxError: o.SandboxError, SandboxErrorKind: o.SandboxErrorKind,
+		MaxRunCPU: o.MaxRunCPU, Diagnostics: o.Diagnostics, TargetsFixed: o.TargetsFixed, TargetsTotal: o.TargetsTotal,
+	}
+}

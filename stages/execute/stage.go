@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/tasks"
@@ -67,9 +68,11 @@ func NewStage(cfg Config, runner sandbox.Runner, lookup tasks.Lookup, cat topics
 // Option customises a Stage.
 type Option func(*Stage)
 
-// WithCompileFix evaluates compile-fix tasks with cf (OpenCompileFix); the
+// WithCompileFix evaluates compile-fix tasks with cf (compilefix.Open); the
 // caller owns it.
-func WithCompileFix(cf *CompileFix) Option { return func(s *Stage) { s.eval.CompileFix = cf } }
+func WithCompileFix(cf *compilefix.Evaluator) Option {
+	return func(s *Stage) { s.eval.CompileFix = cf }
+}
 
 // Spec describes the stage for the pipeline runtime.
 func (s *Stage) Spec() pipeline.Stage {

@@ -177,11 +177,11 @@ func finish(out *Outcome, rep *report) {
 		if d.kind == topics.StatusPassed {
 			out.TestsPassed++
 		} else if !d.c.hidden {
-			r.Actual = truncate(d.actual, 300)
+			r.Actual = topics.Truncate(d.actual, 300)
 			if d.notPlain != "" {
 				r.Actual = notPlainText(d.notPlain)
 			}
-			r.Error = truncate(d.err, 500)
+			r.Error = topics.Truncate(d.err, 500)
 		}
 		if d.c.index < len(out.Results) {
 			out.Results[d.c.index] = r

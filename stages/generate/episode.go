@@ -1,6 +1,6 @@
 package generate
 
-// Agent episodes (../execute/COMPILEFIX.md, "Agent episodes"). With
+// Agent episodes (../../compilefix/README.md, "Agent episodes"). With
 // episodes enabled, every child of a compile-fix prompt is one episode of
 // package episode: the agent (the simulated one for the simulated policy,
 // the OpenAI one for the OpenAI policy) reads, searches and edits a

@@ -135,7 +135,7 @@ func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.E
 	return d, nil
 }
 
-// decideRepair judges a compile-fix candidate (COMPILEFIX.md): a patch that
+// decideRepair judges a compile-fix candidate (compilefix/README.md): a patch that
 // does not apply or a build that fails does not compile; a build whose tests
 // command fails is at most the middle tier; a build that passes is correct
 // when the first non-abstaining repair judge finds it consistent with the

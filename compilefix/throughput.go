@@ -1,4 +1,4 @@
-package execute
+package compilefix
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// CompileFixThroughputResult is one run of the compile-fix benchmark: every
+// ThroughputResult is one run of the compile-fix benchmark: every
 // task's reference patch evaluated through CompileFix (patch, build sandbox,
 // diagnostics), against the same build commands run directly on copies of
 // the patched trees prepared beforehand, the tests commands included.
-type CompileFixThroughputResult struct {
+type ThroughputResult struct {
 	Executions int
 	Workers    int
 	Sandboxed  time.Duration
@@ -31,18 +31,18 @@ type CompileFixThroughputResult struct {
 }
 
 // SandboxedRate and DirectRate are executions per second.
-func (r CompileFixThroughputResult) SandboxedRate() float64 {
+func (r ThroughputResult) SandboxedRate() float64 {
 	return float64(r.Executions) / r.Sandboxed.Seconds()
 }
 
-func (r CompileFixThroughputResult) DirectRate() float64 {
+func (r ThroughputResult) DirectRate() float64 {
 	return float64(r.Executions) / r.Direct.Seconds()
 }
 
 // Ratio is the sandboxed rate over the direct one (target >= 0.7).
-func (r CompileFixThroughputResult) Ratio() float64 { return r.SandboxedRate() / r.DirectRate() }
+func (r ThroughputResult) Ratio() float64 { return r.SandboxedRate() / r.DirectRate() }
 
-func (r CompileFixThroughputResult) String() string {
+func (r ThroughputResult) String() string {
 	return fmt.Sprintf("compile-fix throughput: %d executions, %d at once\n"+
 		"  murphy (patch, sandboxed build, diagnostics) %7.2f executions/s (%s)\n"+
 		"  the build commands on prepared copies        %7.2f executions/s (%s)\n"+
@@ -53,7 +53,7 @@ func (r CompileFixThroughputResult) String() string {
 
 // perTask lists the tasks by their time through murphy over their direct
 // time, slowest first.
-func (r CompileFixThroughputResult) perTask() string {
+func (r ThroughputResult) perTask() string {
 	ids := make([]string, 0, len(r.PerTask))
 	for id := range r.PerTask {
 		ids = append(ids, id)
@@ -76,8 +76,8 @@ func (r CompileFixThroughputResult) perTask() string {
 // on its own copy of the patched tree (copies made before the clock
 // starts), with a build cache warmed the same way (each unpatched tree
 // built once), workers at once. Every execution must pass on both sides.
-func CompileFixThroughput(ctx context.Context, cf *CompileFix, workers, repeat int, ts []topics.Task) (CompileFixThroughputResult, error) {
-	res := CompileFixThroughputResult{Executions: len(ts) * repeat, Workers: workers, PerTask: map[string][2]time.Duration{}}
+func Throughput(ctx context.Context, cf *Evaluator, workers, repeat int, ts []topics.Task) (ThroughputResult, error) {
+	res := ThroughputResult{Executions: len(ts) * repeat, Workers: workers, PerTask: map[string][2]time.Duration{}}
 	var mu sync.Mutex
 	account := func(id string, side int, d time.Duration) {
 		mu.Lock()
@@ -91,7 +91,7 @@ func CompileFixThroughput(ctx context.Context, cf *CompileFix, workers, repeat i
 		if t.Kind != topics.KindCompileFix || t.ReferencePatch == "" {
 			return res, fmt.Errorf("%s: the benchmark needs compile-fix tasks with a reference patch", t.TaskID)
 		}
-		out, err := cf.Evaluate(ctx, t, t.ReferencePatch, DefaultFeedbackBytes)
+		out, err := cf.Evaluate(ctx, t, t.ReferencePatch, topics.DefaultFeedbackBytes)
 		if err != nil {
 			return res, err
 		}
@@ -111,7 +111,7 @@ func CompileFixThroughput(ctx context.Context, cf *CompileFix, workers, repeat i
 	for _, i := range jobs {
 		g.Go(func() error {
 			t0 := time.Now()
-			out, err := cf.Evaluate(gctx, &ts[i], ts[i].ReferencePatch, DefaultFeedbackBytes)
+			out, err := cf.Evaluate(gctx, &ts[i], ts[i].ReferencePatch, topics.DefaultFeedbackBytes)
 			account(ts[i].TaskID, 0, time.Since(t0))
 			if err == nil && out.Status != topics.StatusPassed {
 				err = fmt.Errorf("%s: %s", ts[i].TaskID, out.Status)

@@ -1,4 +1,7 @@
-package execute
+// Package compilefix evaluates compile-fix candidates (compilefix/README.md): it
+// applies a candidate's diff to the task's cached snapshot, builds it in the
+// build sandbox and compares its diagnostics with the snapshot's baseline.
+package compilefix
 
 import (
 	"context"
@@ -19,6 +22,27 @@ import (
 	"github.com/murphy-rl/murphy/topics"
 )
 
+// Outcome is the verdict on one candidate patch.
+type Outcome struct {
+	Status       string
+	TestsPassed  int
+	TestsTotal   int
+	PassRate     float64
+	Feedback     string
+	Results      []topics.TestResult
+	SandboxError string
+	// SandboxErrorKind classifies SandboxError (topics.SandboxError*).
+	SandboxErrorKind string
+	// MaxRunCPU is the CPU time of the build.
+	MaxRunCPU time.Duration
+	// Diagnostics are the build's error diagnostics that are not in the
+	// baseline or are targets still present; TargetsFixed and TargetsTotal
+	// count the task's target diagnostics gone from the patched build.
+	Diagnostics  []topics.Diagnostic
+	TargetsFixed int
+	TargetsTotal int
+}
+
 // Builder runs build jobs (a *sandbox.Builder in production). Warm runs a
 // build of a trusted tree and keeps its caches as the seed of later jobs
 // with that SeedKey.
@@ -28,11 +52,11 @@ type Builder interface {
 	Seed(key string) string
 }
 
-// CompileFix evaluates compile-fix candidates (COMPILEFIX.md): it applies
+// Evaluator evaluates compile-fix candidates (compilefix/README.md): it applies
 // the candidate's diff to the task's cached snapshot, builds the result in
 // the build sandbox and compares its diagnostics with the snapshot's
 // baseline, recorded once per snapshot.
-type CompileFix struct {
+type Evaluator struct {
 	Builder Builder
 	Cache   *workspace.Cache
 	// Dir holds per-job overlays ("" = os.TempDir()).
@@ -75,13 +99,13 @@ type Baseline struct {
 // Evaluate does (backfill checks with it that a snapshot fails the way its
 // log says). The error is non-nil only when ctx ends, the builder is
 // closed or the snapshot cannot be read.
-func (c *CompileFix) Baseline(ctx context.Context, task *topics.Task) (Baseline, error) {
+func (c *Evaluator) Baseline(ctx context.Context, task *topics.Task) (Baseline, error) {
 	if task.CompileFix == nil {
-		return Baseline{}, errors.New("execute: compile-fix task without its compile_fix setting")
+		return Baseline{}, errors.New("compilefix: compile-fix task without its compile_fix setting")
 	}
 	tree, err := c.Cache.Get(ctx, task.CompileFix.Workspace)
 	if err != nil {
-		return Baseline{}, fmt.Errorf("execute: workspace %s: %w", task.CompileFix.Workspace, err)
+		return Baseline{}, fmt.Errorf("compilefix: workspace %s: %w", task.CompileFix.Workspace, err)
 	}
 	defer tree.Release()
 	b, err := c.baseline(ctx, task, tree)
@@ -115,7 +139,7 @@ func toolOf(cf *topics.CompileFix) string {
 	return filepath.Base(cf.Build[0])
 }
 
-func (c *CompileFix) dir() string {
+func (c *Evaluator) dir() string {
 	if c.Dir != "" {
 		return c.Dir
 	}
@@ -123,7 +147,7 @@ func (c *CompileFix) dir() string {
 }
 
 // baseline returns the snapshot's baseline, building it once.
-func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *workspace.Tree) (*baseline, error) {
+func (c *Evaluator) baseline(ctx context.Context, task *topics.Task, tree *workspace.Tree) (*baseline, error) {
 	cf := task.CompileFix
 	key := tree.Digest() + "\x00" + strings.Join(cf.Build, "\x00")
 	c.mu.Lock()
@@ -151,7 +175,7 @@ func (c *CompileFix) baseline(ctx context.Context, task *topics.Task, tree *work
 		}
 		cmd := res.Commands[0]
 		b.ok, b.timedOut = cmd.OK(), cmd.TimedOut
-		b.output = headTail(string(cmd.Output), baselineOutputBytes)
+		b.output = topics.Truncate(string(cmd.Output), baselineOutputBytes)
 		b.diags = diag.Parse(toolOf(cf), cmd.Output, "/work")
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -184,7 +208,7 @@ func seedKeyOf(cf *topics.CompileFix) string {
 // with the reference patch: task data, never a candidate's) as the seed of
 // key: a build and tests command warm everything a candidate's job needs
 // but its own changes. Without a reference the unpatched build warms it.
-func (c *CompileFix) warm(ctx context.Context, task *topics.Task, tree *workspace.Tree, key string) error {
+func (c *Evaluator) warm(ctx context.Context, task *topics.Task, tree *workspace.Tree, key string) error {
 	cf := task.CompileFix
 	job := &sandbox.BuildJob{Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task)}
 	if task.ReferencePatch != "" {
@@ -192,7 +216,7 @@ func (c *CompileFix) warm(ctx context.Context, task *topics.Task, tree *workspac
 		if err == nil {
 			overlay, oerr := os.MkdirTemp(c.dir(), "murphy-warm-")
 			if oerr != nil {
-				return fmt.Errorf("execute: warm-up overlay: %w", oerr)
+				return fmt.Errorf("compilefix: warm-up overlay: %w", oerr)
 			}
 			defer os.RemoveAll(overlay)
 			if err := writeOverlay(applied, overlay); err != nil {
@@ -212,7 +236,7 @@ func (c *CompileFix) warm(ctx context.Context, task *topics.Task, tree *workspac
 // build's uid.
 func writeOverlay(applied *patch.Result, dir string) error {
 	if err := applied.Write(dir); err != nil {
-		return fmt.Errorf("execute: overlay: %w", err)
+		return fmt.Errorf("compilefix: overlay: %w", err)
 	}
 	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -230,7 +254,7 @@ func writeOverlay(applied *patch.Result, dir string) error {
 }
 
 // Close forgets the baselines.
-func (c *CompileFix) Close() {
+func (c *Evaluator) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.baselines)
@@ -239,7 +263,7 @@ func (c *CompileFix) Close() {
 // Evaluate judges one candidate diff. The error is non-nil only when ctx
 // ends, the builder is closed, or the workspace store cannot be read right
 // now (transient: the record is retried).
-func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code string, feedbackCap int) (Outcome, error) {
+func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string, feedbackCap int) (Outcome, error) {
 	cf := task.CompileFix
 	sandboxErr := func(kind, msg string) (Outcome, error) {
 		out := Outcome{Status: topics.StatusSandboxError, SandboxError: msg, SandboxErrorKind: kind}
@@ -257,7 +281,7 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
 		return sandboxErr(topics.SandboxErrorInvalidJob, "workspace "+cf.Workspace+": "+err.Error())
 	default:
-		return Outcome{}, topics.Transient(fmt.Errorf("execute: workspace %s: %w", cf.Workspace, err))
+		return Outcome{}, topics.Transient(fmt.Errorf("compilefix: workspace %s: %w", cf.Workspace, err))
 	}
 	defer tree.Release()
 	base, err := c.baseline(ctx, task, tree)
@@ -278,7 +302,7 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 	applied, err := patch.Apply(tree.Dir(), code, opts)
 	if err != nil {
 		out.Status = topics.StatusPatchFailed
-		out.Feedback = truncate(fmt.Sprintf("Status: patch_failed\nThe patch does not apply: %s\n", err), feedbackCap)
+		out.Feedback = topics.Truncate(fmt.Sprintf("Status: patch_failed\nThe patch does not apply: %s\n", err), feedbackCap)
 		out.Results[0].Error = err.Error()
 		return out, nil
 	}
@@ -327,7 +351,7 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 	case bc.MemoryKilled:
 		out.Status, why = topics.StatusMemory, "The build ran out of memory."
 	case bc.OutputLimited:
-		out.Status, why = topics.StatusOutputLimit, fmt.Sprintf("The build wrote more than %s of output.", byteSize(res.Limits.OutputBytes))
+		out.Status, why = topics.StatusOutputLimit, fmt.Sprintf("The build wrote more than %s of output.", topics.ByteSize(res.Limits.OutputBytes))
 	case bc.DiskFull && !bc.OK():
 		out.Status, why = topics.StatusCompileError, fmt.Sprintf("The build filled the workspace (%d MB).", res.Limits.DiskMB)
 	case !bc.OK() || len(remaining) > 0:
@@ -356,7 +380,7 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 				why += fmt.Sprintf(" The tests (%s) exceeded their time limit.", strings.Join(cf.Tests, " "))
 			default:
 				why += fmt.Sprintf(" The tests (%s) fail (exit code %d):\n%s", strings.Join(cf.Tests, " "), tc.ExitCode,
-					headTail(string(tc.Output), feedbackCap/3))
+					topics.Truncate(string(tc.Output), feedbackCap/3))
 			}
 		}
 	}
@@ -380,30 +404,21 @@ func (c *CompileFix) Evaluate(ctx context.Context, task *topics.Task, code strin
 		if len(remaining) > 0 {
 			b.WriteString(diag.Render(remaining, tree.Dir(), max(feedbackCap-b.Len(), 256)))
 		} else if !bc.OK() {
-			b.WriteString("Build output:\n" + headTail(string(bc.Output), max(feedbackCap-b.Len()-16, 256)) + "\n")
+			b.WriteString("Build output:\n" + topics.Truncate(string(bc.Output), max(feedbackCap-b.Len()-16, 256)) + "\n")
 		}
 	}
-	out.Feedback = truncate(b.String(), feedbackCap)
+	out.Feedback = topics.Truncate(b.String(), feedbackCap)
 	return out, nil
 }
 
-// headTail keeps the first and last parts of s within n bytes.
-func headTail(s string, n int) string {
-	if len(s) <= n || n < 32 {
-		return s
-	}
-	h := n / 2
-	return s[:h] + "\n…\n" + s[len(s)-(n-h):]
-}
-
-// OpenCompileFix opens what cfg names: the workspace store, a snapshot
+// Open opens what cfg names: the workspace store, a snapshot
 // cache and a build sandbox. close releases them.
-func OpenCompileFix(ctx context.Context, cfg CompileFixConfig) (cf *CompileFix, close func(), err error) {
+func Open(ctx context.Context, cfg Config) (cf *Evaluator, close func(), err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if cfg.Store == "" {
-		return nil, nil, errors.New("execute: compile_fix needs a workspace store")
+		return nil, nil, errors.New("compilefix: compile_fix needs a workspace store")
 	}
 	var closers []func()
 	close = func() {
@@ -431,7 +446,7 @@ func OpenCompileFix(ctx context.Context, cfg CompileFixConfig) (cf *CompileFix, 
 		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = b.Close() })
-	cf = &CompileFix{Builder: b, Cache: cache, Dir: work, Patch: patch.Options{MaxBytes: cfg.MaxPatchKB << 10}}
+	cf = &Evaluator{Builder: b, Cache: cache, Dir: work, Patch: patch.Options{MaxBytes: cfg.MaxPatchKB << 10}}
 	closers = append(closers, cf.Close)
 	return cf, close, nil
 }

@@ -1,4 +1,4 @@
-package execute
+package compilefix
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // openCompileFix opens a CompileFix over a store seeded with the built-in
 // snapshots, and returns the built-in compile-fix tasks by id.
-func openCompileFix(t *testing.T) (*CompileFix, map[string]*topics.Task, string) {
+func openCompileFix(t *testing.T) (*Evaluator, map[string]*topics.Task, string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the build sandbox needs root")
@@ -43,10 +43,10 @@ func openCompileFix(t *testing.T) (*CompileFix, map[string]*topics.Task, string)
 		}
 	}
 	store.Close()
-	cfg := DefaultCompileFixConfig()
+	cfg := DefaultConfig()
 	cfg.Store = dir
 	cfg.Builder.Workers = 2
-	cf, closeCF, err := OpenCompileFix(ctx, cfg)
+	cf, closeCF, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +62,9 @@ func openCompileFix(t *testing.T) (*CompileFix, map[string]*topics.Task, string)
 	return cf, byID, dir
 }
 
-func evalCF(t *testing.T, cf *CompileFix, task *topics.Task, diff string) Outcome {
+func evalCF(t *testing.T, cf *Evaluator, task *topics.Task, diff string) Outcome {
 	t.Helper()
-	out, err := cf.Evaluate(context.Background(), task, diff, DefaultFeedbackBytes)
+	out, err := cf.Evaluate(context.Background(), task, diff, topics.DefaultFeedbackBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestCompileFixVerdicts(t *testing.T) {
 		t.Fatal("no murphy/cf-c-ini")
 	}
 	// A comment elsewhere: applies, the build still fails on the targets.
-	src, _ := os.ReadFile(filepath.Join("..", "..", "tasks", "builtin", "compilefix", "c-ini", "src", "ini.h"))
+	src, _ := os.ReadFile(filepath.Join("..", "tasks", "builtin", "compilefix", "c-ini", "src", "ini.h"))
 	first := strings.SplitN(string(src), "\n", 2)[0]
 	noop := fmt.Sprintf("--- a/ini.h\n+++ b/ini.h\n@@ -1 +1,2 @@\n+/* touched */\n %s\n", first)
 	out := evalCF(t, cf, task, noop)
@@ -111,7 +111,7 @@ func TestCompileFixVerdicts(t *testing.T) {
 	if !strings.Contains(out.Feedback, "ini.c:53") || !strings.Contains(out.Feedback, "expected") {
 		t.Fatalf("feedback does not name the target:\n%s", out.Feedback)
 	}
-	if len(out.Feedback) > DefaultFeedbackBytes {
+	if len(out.Feedback) > topics.DefaultFeedbackBytes {
 		t.Fatalf("feedback %d bytes", len(out.Feedback))
 	}
 	// A compile scope leaves the errors outside it out of the comparison
@@ -157,7 +157,7 @@ func TestCompileFixHostileSources(t *testing.T) {
 	cf, byID, _ := openCompileFix(t)
 	task := *byID["murphy/cf-c-ini"]
 	task.TimeoutMS = 5000
-	src, err := os.ReadFile(filepath.Join("..", "..", "tasks", "builtin", "compilefix", "c-ini", "src", "ini.c"))
+	src, err := os.ReadFile(filepath.Join("..", "tasks", "builtin", "compilefix", "c-ini", "src", "ini.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +274,9 @@ func TestCompileFixMavenOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultCompileFixConfig()
+	cfg := DefaultConfig()
 	cfg.Store, cfg.Builder.Workers, cfg.Builder.MavenRepository = storeDir, 1, repo
-	cf, closeCF, err := OpenCompileFix(ctx, cfg)
+	cf, closeCF, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package execute
+package compilefix
 
 import (
 	"archive/tar"
@@ -24,7 +24,7 @@ import (
 
 // realReposDir holds the reference repositories (SOURCES.md), used by
 // path and never copied into the repository.
-const realReposDir = "../../../shared/data/repos"
+const realReposDir = "../../shared/data/repos"
 
 // realRepo is one reference repository and the errors planted in it.
 type realRepo struct {
@@ -105,14 +105,14 @@ func TestCompileFixRealRepos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	cfg := DefaultCompileFixConfig()
+	cfg := DefaultConfig()
 	cfg.Store = storeDir
 	cfg.Builder.Workers = 2
 	// Uids of their own: builders with other lock directories (tests of
 	// other packages running at the same time) lease 63000 on; a job's end
 	// kills every process of its uid.
 	cfg.Builder.UIDBase, cfg.Builder.UIDCount = 66000, 100
-	cf, closeCF, err := OpenCompileFix(ctx, cfg)
+	cf, closeCF, err := Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestCompileFixRealRepos(t *testing.T) {
 
 type realRun struct {
 	t      *testing.T
-	cf     *CompileFix
+	cf     *Evaluator
 	store  *workspace.Store
 	repo   realRepo
 	tree   string
@@ -166,7 +166,7 @@ func (r *realRun) eval(task *topics.Task, diff string) Outcome {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	out, err := r.cf.Evaluate(ctx, task, diff, DefaultFeedbackBytes)
+	out, err := r.cf.Evaluate(ctx, task, diff, topics.DefaultFeedbackBytes)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func (r *realRun) clean() {
 		}
 		t.Errorf("the unpatched clean tree does not build in the sandbox%s (baseline ok %v, %d diagnostics); "+
 			"run again: ok %v exit %d signal %q timed out %v, %s CPU, %s wall, sandbox error %q:\n%s",
-			hint, b.ok, len(b.diags), c.OK(), c.ExitCode, c.Signal, c.TimedOut, c.CPU, c.Wall, res.SandboxError, headTail(string(c.Output), 3000))
+			hint, b.ok, len(b.diags), c.OK(), c.ExitCode, c.Signal, c.TimedOut, c.CPU, c.Wall, res.SandboxError, topics.Truncate(string(c.Output), 3000))
 	}
 	t.Logf("clean tree builds (baseline and a comment-only patch: %s)", time.Since(start).Round(time.Millisecond))
 }
@@ -312,7 +312,7 @@ func (r *realRun) mutation(mu realMutation) {
 			m, digest, targets, at = cand, d, ds, n
 			t.Logf("seed %d: %s; the build reports %s", seed, cand.Description, diag.Header(n[0]))
 		} else {
-			t.Logf("seed %d fails elsewhere than %s:%v (%s):\n%s", seed, cand.File, cand.Expect, cand.Description, headTail(out, 2000))
+			t.Logf("seed %d fails elsewhere than %s:%v (%s):\n%s", seed, cand.File, cand.Expect, cand.Description, topics.Truncate(out, 2000))
 		}
 	}
 	if m == nil {
