@@ -457,3 +457,54 @@ func OffsetsSince(ctx context.Context, cfg KafkaConfig, topic string, since time
 	}
 	return out, nil
 }
+
+// Watermarks reads the high watermarks of a topic's partitions, outside any
+// consumer group, over one connection pool.
+type Watermarks struct {
+	client *kafka.Client
+	rt     *kafka.Transport
+}
+
+// NewWatermarks connects to the cluster cfg names (lazily, at the first
+// read).
+func NewWatermarks(cfg KafkaConfig) *Watermarks {
+	rt := cfg.Transport()
+	return &Watermarks{client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: rt}, rt: rt}
+}
+
+// Close releases the connections.
+func (w *Watermarks) Close() { w.rt.CloseIdleConnections() }
+
+// Ends returns the high watermark of every partition of topic.
+func (w *Watermarks) Ends(ctx context.Context, topic string) (map[int]int64, error) {
+	md, err := w.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, err
+	}
+	var reqs []kafka.OffsetRequest
+	for _, t := range md.Topics {
+		if t.Name == topic {
+			if t.Error != nil {
+				return nil, t.Error
+			}
+			for _, p := range t.Partitions {
+				reqs = append(reqs, kafka.LastOffsetOf(p.ID))
+			}
+		}
+	}
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("topic %s has no partitions", topic)
+	}
+	res, err := w.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, err
+	}
+	ends := map[int]int64{}
+	for _, po := range res.Topics[topic] {
+		if po.Error != nil {
+			return nil, po.Error
+		}
+		ends[po.Partition] = po.LastOffset
+	}
+	return ends, nil
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/tasks/submit"
 	"github.com/murphy-rl/murphy/topics"
-	"github.com/segmentio/kafka-go"
 )
 
 // What trees in flight do when a new version arrives (VersionsConfig.InFlight).
@@ -309,14 +308,13 @@ func (s *Stage) readWindow(ctx context.Context, kcfg pipeline.KafkaConfig, topic
 // pollCredited reads the credited topic's high watermarks every poll interval.
 func (s *Stage) pollCredited(ctx context.Context, kcfg pipeline.KafkaConfig) {
 	topic := s.cat.Topic(topics.Credited)
-	rt := kcfg.Transport()
-	defer rt.CloseIdleConnections()
-	client := &kafka.Client{Addr: kafka.TCP(kcfg.Brokers...), Timeout: 10 * time.Second, Transport: rt}
+	marks := pipeline.NewWatermarks(kcfg)
+	defer marks.Close()
 	t := time.NewTicker(s.cfg.Staleness.PollInterval)
 	defer t.Stop()
 	for {
 		asked := s.now()
-		if ends, err := creditedEnds(ctx, client, topic); err == nil {
+		if ends, err := marks.Ends(ctx, topic); err == nil {
 			s.setCreditedEnds(ends, asked)
 		} else if ctx.Err() == nil {
 			slog.Warn("staleness: cannot read the credited topic's offsets", "topic", topic, "err", err)
@@ -327,39 +325,6 @@ func (s *Stage) pollCredited(ctx context.Context, kcfg pipeline.KafkaConfig) {
 		case <-t.C:
 		}
 	}
-}
-
-func creditedEnds(ctx context.Context, client *kafka.Client, topic string) (map[int]int64, error) {
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return nil, err
-	}
-	var reqs []kafka.OffsetRequest
-	for _, t := range md.Topics {
-		if t.Name == topic {
-			if t.Error != nil {
-				return nil, t.Error
-			}
-			for _, p := range t.Partitions {
-				reqs = append(reqs, kafka.LastOffsetOf(p.ID))
-			}
-		}
-	}
-	if len(reqs) == 0 {
-		return nil, fmt.Errorf("topic %s has no partitions", topic)
-	}
-	res, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-	if err != nil {
-		return nil, err
-	}
-	ends := map[int]int64{}
-	for _, po := range res.Topics[topic] {
-		if po.Error != nil {
-			return nil, po.Error
-		}
-		ends[po.Partition] = po.LastOffset
-	}
-	return ends, nil
 }
 
 // ObserveVersion handles one record of the policy-versions topic.
