@@ -61,6 +61,45 @@ func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, er
 	return out, nil
 }
 
+// TailPartition reads one partition of topic from offset on, outside any
+// consumer group, and delivers its records in offset order until ctx ends;
+// then the channel closes. A log read by every process in one order (the
+// admission log) is read with it. While the partition cannot be read it
+// retries.
+func TailPartition(ctx context.Context, cfg KafkaConfig, topic string, partition int, offset int64) <-chan Record {
+	out := make(chan Record)
+	go func() {
+		defer close(out)
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, Dialer: cfg.Dialer(), Topic: topic, Partition: partition,
+			MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 50 * time.Millisecond})
+		defer r.Close()
+		if err := r.SetOffset(offset); err != nil {
+			slog.Warn("tail: cannot set offset", "topic", topic, "partition", partition, "offset", offset, "err", err)
+			return
+		}
+		for {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			select {
+			case out <- fromKafka(m):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
 // Follow reads every record of topic from its start, outside any consumer
 // group, decodes it as a T and hands it to fn, until ctx ends: how a
 // process follows a compacted topic whose log is the state (policy

@@ -36,9 +36,10 @@ const (
 	// trainer rank's latest progress: its version, staleness bound and the
 	// credited positions it consumed; generate's staleness bound reads it.
 	TrainerProgressTopic Name = "trainer-progress"
-	// Admissions holds one small record per tree a generate process
-	// admitted under the staleness bound, keyed by tree id, so that every
-	// generate process counts the trees in flight of all of them.
+	// Admissions is the admission log: one record per tree a generate
+	// process proposes to start under the staleness bound, on one partition
+	// (0) so that every generate process reads them in one order and makes
+	// the same decision on each (topics.Admission).
 	Admissions Name = "admissions"
 )
 
@@ -113,6 +114,8 @@ func (c Catalog) Spec(n Name) Spec {
 	case TrainerProgressTopic:
 		s.Compacted = true
 		s.Key = "trainer_id/rank"
+	case Admissions:
+		s.Partitions = 1 // one order for every reader (an existing topic's partition 0 is used)
 	}
 	return s
 }

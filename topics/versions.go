@@ -86,14 +86,32 @@ func TrainerProgressKey(trainerID string, rank int) string {
 	return trainerID + "/" + strconv.Itoa(rank)
 }
 
-// Admission tells every generate process that a tree was admitted under the
-// staleness bound (keyed by tree id; the admissions topic).
+// Admission is a generate process's proposal to start a tree under the
+// staleness bound, on the admission log (partition 0 of the admissions
+// topic, keyed by tree id), read back by every generate process. The
+// proposal at offset o is granted iff it has no Headroom (no trainer bound
+// it) or o − ReadTo < Headroom: the records between the proposer's read
+// position and its own, which it could not count, are counted as granted.
+// The decision depends on the record and its offset alone, so every
+// process reaches the same one (stages/generate/VERSIONS.md). A record
+// without Proposal (an older writer) is granted.
 type Admission struct {
-	SchemaVersion int       `json:"schema_version"`
-	TreeID        string    `json:"tree_id"`
-	PolicyVersion int64     `json:"policy_version"`
-	Instance      string    `json:"instance,omitempty"`
-	AdmittedAt    time.Time `json:"admitted_at"`
+	SchemaVersion int    `json:"schema_version"`
+	TreeID        string `json:"tree_id"`
+	// PolicyVersion is the version the tree starts at (its root's).
+	PolicyVersion int64  `json:"policy_version"`
+	Instance      string `json:"instance,omitempty"`
+	// Proposal identifies the proposal (unique per proposer), so that its
+	// proposer finds it when it reads the log back.
+	Proposal string `json:"proposal,omitempty"`
+	// ReadTo is the proposer's read position on the admission log when it
+	// counted: every record before it was counted.
+	ReadTo int64 `json:"read_to,omitempty"`
+	// Headroom is the trees the strictest bounded trainer still lets
+	// start, as counted up to ReadTo (this tree not included); absent: no
+	// trainer bounds.
+	Headroom   *int64    `json:"headroom,omitempty"`
+	AdmittedAt time.Time `json:"admitted_at"`
 }
 
 func (r *PolicyVersion) recordName() string   { return "policy_version" }

@@ -71,6 +71,15 @@ type Metrics struct {
 	HeldBackStale prometheus.Counter
 	// Restarts counts stale refinements closed by in_flight=restart.
 	Restarts prometheus.Counter
+	// Admissions counts this process's proposals on the admission log, by
+	// decision (granted, voided).
+	Admissions *prometheus.CounterVec
+	// HeldBackVersion counts root prompts that waited for a bounded
+	// trainer's version to be served.
+	HeldBackVersion prometheus.Counter
+	// Aborted counts requests interrupted by a version change
+	// (in_flight=abort) and generated again.
+	Aborted prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
@@ -134,8 +143,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Root prompts that waited for the staleness bound.", ConstLabels: l})
 	m.Restarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_stale_refinements_total",
 		Help: "Refinements of trees older than the served version closed (in_flight=restart).", ConstLabels: l})
+	m.Admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_admissions_total",
+		Help: "This process's proposals on the admission log, by decision (granted, voided).", ConstLabels: l}, []string{"result"})
+	m.HeldBackVersion = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_version_total",
+		Help: "Root prompts that waited for a bounded trainer's version to be served.", ConstLabels: l})
+	m.Aborted = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_aborted_requests_total",
+		Help: "Prompts whose generation a version change interrupted (in_flight=abort), generated again.", ConstLabels: l})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Prompts, m.Started, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
+		for _, c := range []prometheus.Collector{m.Admissions, m.HeldBackVersion, m.Aborted, m.Prompts, m.Started, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
 			m.RequestLatency, m.Retries, m.Failures, m.InFlight, m.TreesInFlight, m.HeldBack, m.Completions,
 			m.VersionServed, m.VersionNewest, m.VersionChanges, m.VersionLoads, m.VersionLoadSeconds, m.VersionsInFlight,
 			m.InFlightVersionLag, m.BoundTreesInFlight, m.VersionsAhead, m.TrainerBacklog, m.TrainersBounding,

@@ -38,8 +38,10 @@ type Stage struct {
 	// the policy of each model name (nil: s.pol for every version).
 	vers *versions
 	mods *policies
-	// bnd is the staleness bound (nil: staleness.enabled off).
-	bnd *bound
+	// bnd is the staleness bound (nil: staleness.enabled off) and alog
+	// the admission log it decides on.
+	bnd  *bound
+	alog *admissionLog
 }
 
 // NewStage builds the policy cfg.Policy selects and the stage around it.
@@ -117,6 +119,7 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	}
 	if cfg.Staleness.Enabled {
 		s.bnd = newBound(cfg.Staleness.ProgressTTL, cfg.TreeTTL, func() time.Time { return s.now() })
+		s.alog = newAdmissionLog(s.bnd, s.instance, time.Now())
 	}
 	if reg != nil {
 		reg.MustRegister(newTrainerRows(s.trainerReports))
@@ -150,9 +153,10 @@ func (s *Stage) TreesInFlight() int { return s.adm.size() }
 //     prompts and sharing root capacity with them by Config.BackfillShare;
 //   - "generate-refinements" consumes refinement prompts, never held back
 //     and served first when prompts compete for a generation slot;
-//   - "generate-completions-<instance>" (only with a cap) reads the
-//     completions topic's keys to learn which trees completed. Its consumer
-//     group is this process's own, so every process sees every completion.
+//   - "generate-completions-<instance>" (only with a cap or the staleness
+//     bound) reads the completions topic's keys to learn which trees
+//     completed. Its consumer group is this process's own, so every
+//     process sees every completion.
 func (s *Stage) Specs() []pipeline.Stage {
 	specs := []pipeline.Stage{
 		{Name: "generate", Inputs: []string{s.cat.Topic(topics.Prompts)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
@@ -160,22 +164,15 @@ func (s *Stage) Specs() []pipeline.Stage {
 		{Name: "generate-refinements", Inputs: []string{s.cat.Topic(topics.Refinements)}, Handler: s.HandlePrompt, Concurrency: s.cfg.Concurrency},
 	}
 	if s.cfg.MaxTreesInFlight > 0 || s.bnd != nil {
-		in := []string{s.cat.Topic(topics.Completions)}
-		if s.bnd != nil {
-			in = append(in, s.cat.Topic(topics.Admissions))
-		}
 		specs = append(specs, pipeline.Stage{Name: "generate-completions-" + s.instance,
-			Inputs: in, Handler: s.HandleCompletion})
+			Inputs: []string{s.cat.Topic(topics.Completions)}, Handler: s.HandleCompletion})
 	}
 	return specs
 }
 
 // HandleCompletion releases the slot of the tree a completion names (its
 // key); the value is not read.
-func (s *Stage) HandleCompletion(ctx context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
-	if rec.Topic != "" && rec.Topic == s.cat.Topic(topics.Admissions) {
-		return s.HandleAdmission(ctx, rec)
-	}
+func (s *Stage) HandleCompletion(_ context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
 	s.TreeDone(string(rec.Key))
 	return nil, nil
 }
@@ -211,18 +208,12 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 		if s.staleRefinement(&p) {
 			return s.restartTree(ctx, &p)
 		}
+		s.refinementVersion(&p)
 	} else {
-		if s.bnd != nil {
-			if err := s.bnd.wait(ctx, p.TreeID, s.servedVersion, s.m.HeldBackStale.Inc); err != nil {
-				return nil, topics.Transient(err)
-			}
-			s.updateBoundMetrics()
-		}
-		if err := s.admit(ctx, p.TreeID, streamOf(prio)); err != nil {
+		if err := s.admitRoot(ctx, &p, streamOf(prio)); err != nil {
 			return nil, topics.Transient(err)
 		}
 	}
-	s.chooseVersion(&p)
 	g, err := s.slots.acquire(ctx, prio)
 	if err != nil {
 		return nil, topics.Transient(err)
@@ -254,19 +245,26 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 		outs = append(outs, pipeline.Out{Topic: topic, Key: c.TreeID, Value: b})
 		s.count(c)
 	}
-	if s.bnd != nil && p.ParentID == "" {
-		b, err := topics.Encode(&topics.Admission{SchemaVersion: topics.SchemaVersion, TreeID: p.TreeID,
-			PolicyVersion: p.PolicyVersion, Instance: s.instance, AdmittedAt: s.now().UTC()})
-		if err != nil {
-			return nil, fmt.Errorf("generate: encode admission %s: %w", p.TreeID, err)
-		}
-		outs = append(outs, pipeline.Out{Topic: s.cat.Topic(topics.Admissions), Key: p.TreeID, Value: b})
-	}
 	return outs, nil
 }
 
-func (s *Stage) admit(ctx context.Context, tree string, stream int) error {
-	return s.adm.admit(ctx, tree, stream, s.m.HeldBack.Inc)
+// admitRoot waits until root prompt p may start: under the staleness
+// bound (its grant on the admission log) and the cap on trees in flight;
+// then p is stamped with the version it starts at.
+func (s *Stage) admitRoot(ctx context.Context, p *topics.Prompt, stream int) error {
+	version := s.servedVersion()
+	if s.bnd != nil {
+		v, err := s.admitBounded(ctx, p.TreeID)
+		if err != nil {
+			return err
+		}
+		version = v
+	}
+	if err := s.adm.admit(ctx, p.TreeID, stream, s.m.HeldBack.Inc); err != nil {
+		return err
+	}
+	p.PolicyVersion = version
+	return nil
 }
 
 func (s *Stage) count(c *topics.Candidate) {
@@ -303,13 +301,12 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 			return s.generateEpisodes(ctx, p, t, ids)
 		}
 	}
-	pol, err := s.versionedPolicy(p)
-	if err != nil {
-		return nil, fmt.Errorf("generate: policy for version %d: %w", p.PolicyVersion, err)
-	}
 	start := time.Now()
-	samples, perr := pol.Generate(ctx, req)
+	pol, samples, perr := s.callPolicy(ctx, p, req)
 	s.m.observeCall(time.Since(start))
+	if pol == nil {
+		return nil, perr
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -346,6 +343,41 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 		out[i] = c
 	}
 	return out, nil
+}
+
+// callPolicy samples req on the policy of p's version. With
+// in_flight=abort a version served during the call interrupts it, and the
+// prompt is generated again at the new version (p is stamped with it):
+// what is kept was answered by one version. A nil policy comes with the
+// error that kept it from being built.
+func (s *Stage) callPolicy(ctx context.Context, p *topics.Prompt, req policy.Request) (policy.Policy, []policy.Sample, error) {
+	for {
+		pol, err := s.versionedPolicy(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("generate: policy for version %d: %w", p.PolicyVersion, err)
+		}
+		if s.vers == nil || s.cfg.Versions.InFlight != InFlightAbort {
+			samples, err := pol.Generate(ctx, req)
+			return pol, samples, err
+		}
+		changed := s.vers.changedChan()
+		cctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-cctx.Done():
+			}
+		}()
+		samples, err := pol.Generate(cctx, req)
+		interrupted := cctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if !interrupted {
+			return pol, samples, err
+		}
+		s.m.Aborted.Inc()
+		p.PolicyVersion = s.servedVersion()
+	}
 }
 
 // newCandidate is child i of prompt p, without its response.

@@ -19,6 +19,7 @@ import (
 const (
 	InFlightFinish  = "finish"
 	InFlightRestart = "restart"
+	InFlightAbort   = "abort"
 )
 
 // InfraStaleVersion marks the children of a refinement not generated
@@ -33,8 +34,11 @@ type VersionsConfig struct {
 	// policy's configured model and policy_version.
 	Follow bool `yaml:"follow"`
 	// InFlight is what trees in flight do when a version arrives: "finish"
-	// (on their root's version) or "restart" (stale refinements are closed
-	// and the task starts again as a new tree at the newest version).
+	// (every node on its root's version), "restart" (stale refinements are
+	// closed and the task starts again as a new tree at the newest
+	// version) or "abort" (requests in flight are interrupted and
+	// generated again at the newest version; every node is stamped with
+	// the version that answered it).
 	InFlight string `yaml:"in_flight"`
 	// Load is the optional hook that tells servers to load a new version
 	// before requests go to it.
@@ -72,8 +76,10 @@ func DefaultStalenessConfig() StalenessConfig {
 // Validate checks the configuration.
 func (c VersionsConfig) Validate() error {
 	var errs []error
-	if c.InFlight != InFlightFinish && c.InFlight != InFlightRestart {
-		errs = append(errs, fmt.Errorf("versions.in_flight must be %q or %q, got %q", InFlightFinish, InFlightRestart, c.InFlight))
+	switch c.InFlight {
+	case InFlightFinish, InFlightRestart, InFlightAbort:
+	default:
+		errs = append(errs, fmt.Errorf("versions.in_flight must be %q, %q or %q, got %q", InFlightFinish, InFlightRestart, InFlightAbort, c.InFlight))
 	}
 	if err := c.Load.Validate(); err != nil {
 		errs = append(errs, err)
@@ -117,6 +123,13 @@ func (v *versions) current() *topics.PolicyVersion {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.served
+}
+
+// changedChan is closed when a newer version is served.
+func (v *versions) changedChan() <-chan struct{} {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.changed
 }
 
 // get is version n (nil when unknown).
@@ -223,110 +236,6 @@ func (p *policies) get(model string) (policy.Policy, error) {
 	return pol, nil
 }
 
-// Follow starts following what the configuration asks for, until ctx
-// ends: the policy-versions topic (versions.follow), the trainer-progress
-// topic and the credited topic's end offsets (staleness.enabled). The
-// topics are read from their start, outside any consumer group: the log is
-// the state.
-func (s *Stage) Follow(ctx context.Context, kcfg pipeline.KafkaConfig) {
-	if s.vers != nil {
-		go pipeline.Follow(ctx, kcfg, s.cat.Topic(topics.PolicyVersions), func(pv *topics.PolicyVersion) {
-			_ = s.ObserveVersion(ctx, pv)
-		})
-		go func() { // retry failed loads
-			t := time.NewTicker(s.cfg.Versions.RetryInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					_ = s.vers.advance(ctx)
-				}
-			}
-		}()
-	}
-	if s.bnd != nil {
-		s.bnd.setRecovering(true)
-		go s.recoverInFlight(ctx, kcfg)
-		go pipeline.Follow(ctx, kcfg, s.cat.Topic(topics.TrainerProgressTopic), s.ObserveProgress)
-		go s.pollCredited(ctx, kcfg)
-	}
-}
-
-// recoverInFlight counts the trees still in flight that were admitted
-// before this process started: its consumer group resumes past their
-// admissions. It reads the completions and then the admissions written
-// within the tree TTL (a tree older than that no longer counts anyway); a
-// tree whose completion it saw is not counted. Until it has read them, no
-// tree starts under a bound.
-func (s *Stage) recoverInFlight(ctx context.Context, kcfg pipeline.KafkaConfig) {
-	since := s.now().Add(-s.cfg.TreeTTL)
-	for ctx.Err() == nil {
-		err := s.readWindow(ctx, kcfg, s.cat.Topic(topics.Completions), since, func(rec pipeline.Record) {
-			s.bnd.completed(string(rec.Key))
-		})
-		if err == nil {
-			err = s.readWindow(ctx, kcfg, s.cat.Topic(topics.Admissions), since, func(rec pipeline.Record) {
-				var a topics.Admission
-				if topics.Decode(rec.Value, &a) == nil {
-					s.bnd.admittedAt(a.TreeID, a.PolicyVersion, a.AdmittedAt)
-				}
-			})
-		}
-		if err == nil {
-			s.bnd.setRecovering(false)
-			s.updateBoundMetrics()
-			return
-		}
-		slog.Warn("staleness bound: cannot read the trees in flight; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-// readWindow hands fn every record of topic written since since, up to its
-// end when asked.
-func (s *Stage) readWindow(ctx context.Context, kcfg pipeline.KafkaConfig, topic string, since time.Time, fn func(pipeline.Record)) error {
-	ranges, err := pipeline.OffsetsSince(ctx, kcfg, topic, since)
-	if err != nil {
-		return err
-	}
-	for p, r := range ranges {
-		if err := pipeline.ReadRange(ctx, kcfg, topic, p, r[0], r[1], func(rec pipeline.Record) error {
-			fn(rec)
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pollCredited reads the credited topic's high watermarks every poll interval.
-func (s *Stage) pollCredited(ctx context.Context, kcfg pipeline.KafkaConfig) {
-	topic := s.cat.Topic(topics.Credited)
-	marks := pipeline.NewWatermarks(kcfg)
-	defer marks.Close()
-	t := time.NewTicker(s.cfg.Staleness.PollInterval)
-	defer t.Stop()
-	for {
-		asked := s.now()
-		if ends, err := marks.Ends(ctx, topic); err == nil {
-			s.setCreditedEnds(ends, asked)
-		} else if ctx.Err() == nil {
-			slog.Warn("staleness: cannot read the credited topic's offsets", "topic", topic, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // ObserveVersion handles one record of the policy-versions topic.
 func (s *Stage) ObserveVersion(ctx context.Context, pv *topics.PolicyVersion) error {
 	if s.vers == nil {
@@ -353,20 +262,6 @@ func (s *Stage) setCreditedEnds(ends map[int]int64, asked time.Time) {
 	}
 	s.bnd.setEnds(ends, asked)
 	s.updateBoundMetrics()
-}
-
-// HandleAdmission counts a tree admitted by any generate process.
-func (s *Stage) HandleAdmission(_ context.Context, rec pipeline.Record) ([]pipeline.Out, error) {
-	if s.bnd == nil {
-		return nil, nil
-	}
-	var a topics.Admission
-	if err := topics.Decode(rec.Value, &a); err != nil {
-		return nil, nil // not ours to dead-letter: the tree count is an estimate
-	}
-	s.bnd.admitted(a.TreeID, a.PolicyVersion)
-	s.updateBoundMetrics()
-	return nil, nil
 }
 
 func (s *Stage) updateBoundMetrics() {
@@ -413,22 +308,23 @@ func (s *Stage) versionedPolicy(p *topics.Prompt) (policy.Policy, error) {
 	return s.mods.get(v.Model)
 }
 
-// chooseVersion stamps p with the version it is generated at: a root
-// prompt the served version, a refinement its tree's (finish) when known.
-func (s *Stage) chooseVersion(p *topics.Prompt) {
-	if s.vers == nil {
+// refinementVersion stamps refinement p with the version it is
+// generated at: its tree's (finish, restart: the version govern copied
+// from its parent, version 0 included) or the served one (abort: every
+// request goes to the newest version).
+func (s *Stage) refinementVersion(p *topics.Prompt) {
+	switch {
+	case s.vers == nil:
 		p.PolicyVersion = s.pol.Version()
-		return
+	case s.cfg.Versions.InFlight == InFlightAbort:
+		p.PolicyVersion = s.servedVersion()
 	}
-	if p.ParentID != "" && p.PolicyVersion > 0 {
-		return
-	}
-	p.PolicyVersion = s.servedVersion()
 }
 
-// staleRefinement says whether refinement p must be closed (restart).
+// staleRefinement says whether refinement p must be closed (restart): its
+// tree started at a version older than the served one.
 func (s *Stage) staleRefinement(p *topics.Prompt) bool {
-	if s.vers == nil || s.cfg.Versions.InFlight != InFlightRestart || p.ParentID == "" || p.PolicyVersion <= 0 {
+	if s.vers == nil || s.cfg.Versions.InFlight != InFlightRestart || p.ParentID == "" {
 		return false
 	}
 	return p.PolicyVersion < s.servedVersion()

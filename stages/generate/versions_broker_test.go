@@ -99,9 +99,9 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // TestBoundRecoversInFlightOnBroker: a generate that starts (or restarts:
-// its group resumes past them) counts the trees other runs admitted within
-// the tree TTL and did not complete, from the admissions and completions
-// topics, before any tree starts under the bound.
+// its group resumes past them) counts the trees the admission log granted
+// within the tree TTL and that did not complete, and none it voided,
+// before any tree starts under the bound.
 func TestBoundRecoversInFlightOnBroker(t *testing.T) {
 	brokerCases(t, func(t *testing.T, brokers []string) {
 		cat := pipelinetest.Catalog(t, brokers, 2)
@@ -109,13 +109,13 @@ func TestBoundRecoversInFlightOnBroker(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		now := time.Now().UTC()
-		admit := func(tree string, at time.Time) pipeline.Out {
+		admit := func(tree string, at time.Time, readTo, headroom int64) pipeline.Out {
 			b, err := topics.Encode(&topics.Admission{SchemaVersion: topics.SchemaVersion, TreeID: tree, PolicyVersion: 1,
-				Instance: "earlier", AdmittedAt: at})
+				Instance: "earlier", Proposal: "earlier/" + tree, ReadTo: readTo, Headroom: &headroom, AdmittedAt: at})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return pipeline.Out{Topic: cat.Topic(topics.Admissions), Key: tree, Value: b}
+			return pipeline.Out{Topic: cat.Topic(topics.Admissions), Key: tree, Value: b, Partition: pipeline.ToPartition(0)}
 		}
 		completion := func(tree string) pipeline.Out {
 			b, err := topics.Encode(&topics.Completion{SchemaVersion: topics.SchemaVersion, TreeID: tree, TaskID: "task", Samples: 2, CreditedAt: time.Now().UTC()})
@@ -124,8 +124,13 @@ func TestBoundRecoversInFlightOnBroker(t *testing.T) {
 			}
 			return pipeline.Out{Topic: cat.Topic(topics.Completions), Key: tree, Value: b}
 		}
-		pipelinetest.Produce(t, brokers, admit("t1", now), admit("t2", now), admit("t3", now),
-			admit("expired", now.Add(-2*time.Hour)), completion("t2"))
+		// On the log: t1, t2, t3 granted; "void" proposed from a read
+		// position 1 with a headroom of 3 at offset 4: voided; "expired"
+		// granted but older than the tree TTL (written first: the window
+		// starts after it). t2 completed.
+		pipelinetest.Produce(t, brokers, admit("expired", now.Add(-2*time.Hour), 0, 9))
+		pipelinetest.Produce(t, brokers, admit("t1", now, 1, 9), admit("t2", now, 1, 9), admit("t3", now, 1, 9),
+			admit("void", now, 1, 3), completion("t2"))
 		s, _ := newVersionedStage(t, func(c *Config) {
 			c.Staleness.Enabled = true
 			c.Staleness.PollInterval = 100 * time.Millisecond
