@@ -189,13 +189,21 @@ func (c *Client) sample(ctx context.Context, endpoint string, s Sampling, fill f
 			if len(r.Choices) < ch.n && len(r.Choices) > 0 {
 				c.learnCap(len(r.Choices))
 			}
+			aborted := 0
 			for i, choice := range r.Choices {
 				if i >= ch.n || len(out.Choices) >= n {
 					break
 				}
+				if choice.FinishReason == "abort" {
+					aborted++ // SGLang's answer to a paused generation: no sample
+					continue
+				}
 				choice.Index = len(out.Choices)
 				out.Choices = append(out.Choices, choice)
 				got++
+			}
+			if aborted > 0 && firstErr == nil {
+				firstErr = &Error{Kind: KindServer, StatusCode: 200, Message: fmt.Sprintf("%d samples aborted by the server (finish_reason abort: generation paused)", aborted)}
 			}
 		}
 		if firstErr != nil {
@@ -394,6 +402,8 @@ func statusError(status int, body []byte) *Error {
 		e.Kind = KindTimeout
 	case looksLikeOverflow(msg) && (status/100 == 4 || status/100 == 5):
 		e.Kind = KindContextOverflow
+	case status == http.StatusNotFound && looksLikeModelNotFound(msg):
+		e.Kind = KindModelNotFound
 	case status/100 == 5:
 		e.Kind = KindServer
 	default:

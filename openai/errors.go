@@ -30,6 +30,11 @@ const (
 	// read, or with no choices. Retriable: a proxy or an overloaded server
 	// can truncate a body.
 	KindDecode ErrorKind = "decode"
+	// KindModelNotFound: HTTP 404 naming the model (vLLM: "The model `x`
+	// does not exist."): the server does not serve the requested model
+	// (an adapter not loaded, or lost in a restart). Not retriable on that
+	// server; a Pool fails over and prepares the server again.
+	KindModelNotFound ErrorKind = "model_not_found"
 )
 
 // Error is a failed request after its last attempt.
@@ -95,6 +100,15 @@ var overflowMarkers = []string{
 	"context size",
 	"context length",
 	"input tokens",
+}
+
+// looksLikeModelNotFound: a 404 whose message names a model that does
+// not exist or was not found (vLLM "The model `x` does not exist.",
+// OpenAI "The model `x` does not exist or you do not have access to it.",
+// Ollama "model \"x\" not found").
+func looksLikeModelNotFound(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "model") && (strings.Contains(m, "does not exist") || strings.Contains(m, "not found"))
 }
 
 func looksLikeOverflow(msg string) bool {

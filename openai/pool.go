@@ -35,6 +35,11 @@ import (
 //   - Servers are added and removed at run time (SetServers, or
 //     PoolConfig.ServersFile, polled). A removed server's requests in
 //     flight finish there.
+//   - Preparation (SetPrepare): a server added, recovered after a health
+//     check, or that answered that it does not have the requested model
+//     (KindModelNotFound: the request fails over to another server) gets
+//     no requests until the PrepareFunc succeeded on it (loading the
+//     models it must serve).
 //
 // Every server has its own Client (Config with its BaseURL, no retries of
 // its own). The pool's metrics (Collector) give per-server in-flight
@@ -53,6 +58,9 @@ type Pool struct {
 	meanW    float64 // mean sequences per request (exponential)
 	closed   bool
 	fallback *Client
+
+	// prepare, when set (SetPrepare), runs before a server takes traffic.
+	prepare PrepareFunc
 
 	capMu sync.Mutex
 	onCap []func(seqs int, meanWeight float64)
@@ -73,8 +81,18 @@ type poolServer struct {
 	fails    int           // consecutive failures
 	backoff  time.Duration // the wait before the next health check
 	checking bool          // a health loop runs
-	stats    serverStats
-	latency  *latencyHistogram
+	// prepared: the pool's PrepareFunc succeeded since the server was
+	// added, recovered or found without a model; preparing: it runs.
+	prepared, preparing bool
+	// missing are models the server answered it does not have, for the
+	// next preparation.
+	missing map[string]bool
+	// holds counts Hold calls not released (no requests meanwhile); tag
+	// is the server's tag (SetTag), copied to the choices it answers.
+	holds   int
+	tag     int64
+	stats   serverStats
+	latency *latencyHistogram
 }
 
 // serverStats are a server's cumulative counts.

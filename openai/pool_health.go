@@ -116,6 +116,12 @@ func (p *Pool) healthLoop(s *poolServer) {
 			}
 			s.backoff = min(2*s.backoff, p.pc.HealthBackoffMax)
 			s.lim.restart(p.now())
+			if p.prepare != nil {
+				// Back from the dead: it may have lost what it was
+				// prepared with (a restarted server's adapters).
+				s.prepared = false
+				p.startPrepareLocked(s)
+			}
 			p.dispatchLocked()
 			p.mu.Unlock()
 			p.notifyCapacity()

@@ -86,7 +86,13 @@ func (p *Pool) sample(ctx context.Context, s Sampling, op func(context.Context, 
 		} else {
 			start := p.now()
 			res, err := op(ctx, srv.client, sub)
+			tag := p.tagOf(srv) // before the request is released: no update of its server went between
 			p.release(ctx, srv, w, start, res, err)
+			if res != nil {
+				for i := range res.Choices {
+					res.Choices[i].Server, res.Choices[i].Tag = srv.url, tag
+				}
+			}
 			merge(out, res, got)
 			if err == nil && len(out.Choices) >= n || err == nil && o.weight == 0 {
 				return out, nil
@@ -95,7 +101,10 @@ func (p *Pool) sample(ctx context.Context, s Sampling, op func(context.Context, 
 				err = &Error{Kind: KindDecode, Message: "server returned no choices"}
 			}
 			var e *Error
-			if ctx.Err() != nil || !errors.As(err, &e) || !e.Retriable() {
+			if ctx.Err() == nil && errors.As(err, &e) && e.Kind == KindModelNotFound {
+				// Another server may have it; this one is prepared again.
+				p.modelMissing(srv, sub.Model)
+			} else if ctx.Err() != nil || e == nil || !e.Retriable() {
 				return out, err
 			}
 			tried[srv] = true

@@ -34,7 +34,7 @@ func (p *Pool) hasUntried(tried map[*poolServer]bool) bool {
 	return false
 }
 
-func (s *poolServer) routable() bool { return s.healthy && !s.removed }
+func (s *poolServer) routable() bool { return s.healthy && !s.removed && s.prepared && s.holds == 0 }
 
 // fits says whether w more sequences fit s's limit (a request larger than
 // the limit goes alone).

@@ -43,8 +43,10 @@ func (p *Pool) apply() error {
 			p.mu.Unlock()
 			return fmt.Errorf("openai pool: server %s: %w", u, err)
 		}
-		p.servers[u] = &poolServer{url: u, client: c, lim: newGradientLimit(p.pc.Limit, p.now()), healthy: true,
+		srv := &poolServer{url: u, client: c, lim: newGradientLimit(p.pc.Limit, p.now()), healthy: true, prepared: p.prepare == nil, tag: NoTag,
 			stats: serverStats{errors: map[ErrorKind]uint64{}, routed: map[string]uint64{}}, latency: newLatencyHistogram()}
+		p.servers[u] = srv
+		p.startPrepareLocked(srv)
 	}
 	for u, s := range p.servers {
 		if !want[u] {

@@ -80,6 +80,11 @@ type Choice struct {
 	// Logprobs of the sampled tokens; nil without logprobs. A null logprob
 	// from the server reads as 0.
 	Logprobs []float32
+	// Server is the API root of the pool server that answered it ("" from
+	// a Client alone), and Tag that server's tag then (Pool.SetTag; NoTag
+	// when none).
+	Server string
+	Tag    int64
 }
 
 // Usage counts tokens over every request of a call.

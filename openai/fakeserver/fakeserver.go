@@ -24,9 +24,12 @@ package fakeserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +45,25 @@ type Config struct {
 	TokenRate float64
 	// Tokens is the length of every response (max_tokens when smaller).
 	Tokens int
+	// LoRA serves LoRA adapters loaded at run time as vLLM does
+	// (adapters.go): only the base model (Name) and the adapters loaded
+	// answer; others get vLLM's 404.
+	LoRA bool
+	// Weights serves full weights updated at run time as SGLang does
+	// (weights.go): pause and continue generation, update weights from
+	// disk; every name answers with the weights loaded.
+	Weights bool
+	// CheckAdapter, when set, checks a LoRA adapter's or weights' path
+	// before it is loaded (the fake does not load weights): an error is
+	// answered as vLLM or SGLang answers a path it cannot load.
+	CheckAdapter func(path string) error
+	// Answer, when set, is the text of sample i for a request naming
+	// model (with Weights: the weights' version label) whose messages
+	// (concatenated) or prompt is prompt; default: a small Python program.
+	Answer func(model, prompt string, i int) string
+	// Tokenize, when set, gives the token ids of the answers and prompts
+	// (default: 1..n for an answer, 1000.. per word for a prompt).
+	Tokenize func(text string) []int
 }
 
 // Stats are a server's counts since it started (kept across restarts).
@@ -56,6 +78,19 @@ type Stats struct {
 	// Prompts counts requests by prompt (a completion's prompt, a chat's
 	// last message).
 	Prompts map[string]int
+	// Models counts requests answered by the model they named (with
+	// Weights: by the weights' version label); Unknown those refused
+	// because the model is not served (LoRA).
+	Models, Unknown map[string]int
+	// Loads and Unloads are the adapters (or weights) loaded and unloaded,
+	// in order; Loaded those loaded now and MaxLoaded the most at once
+	// (LoRA).
+	Loads, Unloads []string
+	Loaded         []string
+	MaxLoaded      int
+	// Aborted counts samples aborted by pause_generation; Straddled those
+	// answered by other weights than they started with (Weights).
+	Aborted, Straddled int
 }
 
 // Server is a running fake server.
@@ -69,6 +104,13 @@ type Server struct {
 	queue   []chan struct{}
 	failing bool
 	stats   Stats
+	// adapters: LoRA name → path (LoRA); weights: the weights' version
+	// label (Weights); paused: new requests wait (pause modes retract and
+	// in_place); abort: closed to abort the requests in flight.
+	adapters map[string]string
+	weights  string
+	paused   chan struct{}
+	abort    chan struct{}
 }
 
 // Start starts a server on a free loopback port.
@@ -79,7 +121,8 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Name == "" {
 		cfg.Name = "fake"
 	}
-	s := &Server{cfg: cfg, stats: Stats{Prompts: map[string]int{}}}
+	s := &Server{cfg: cfg, stats: Stats{Prompts: map[string]int{}, Models: map[string]int{}, Unknown: map[string]int{}},
+		adapters: map[string]string{}, abort: make(chan struct{})}
 	if err := s.listen("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
@@ -95,6 +138,15 @@ func (s *Server) listen(addr string) error {
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.sample(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.sample(w, r, true) })
+	if s.cfg.LoRA {
+		mux.HandleFunc("POST /v1/load_lora_adapter", s.loadAdapter)
+		mux.HandleFunc("POST /v1/unload_lora_adapter", s.unloadAdapter)
+	}
+	if s.cfg.Weights {
+		mux.HandleFunc("POST /pause_generation", s.pauseGeneration)
+		mux.HandleFunc("POST /continue_generation", s.continueGeneration)
+		mux.HandleFunc("POST /update_weights_from_disk", s.updateWeights)
+	}
 	srv := &http.Server{Handler: mux}
 	s.mu.Lock()
 	s.addr, s.srv = ln.Addr().String(), srv
@@ -152,6 +204,18 @@ func (s *Server) Restart() error {
 	return err
 }
 
+// Crash stops the server as Stop does and forgets what was loaded at run
+// time (a restarted vLLM has none of its runtime adapters, a restarted
+// SGLang its startup weights): Restart brings it back without them.
+func (s *Server) Crash() {
+	s.Stop()
+	s.mu.Lock()
+	s.adapters = map[string]string{}
+	s.weights = ""
+	s.paused = nil
+	s.mu.Unlock()
+}
+
 // Close stops the server for good.
 func (s *Server) Close() { s.Stop() }
 
@@ -169,10 +233,9 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Active, st.Queued = s.active, len(s.queue)
-	st.Prompts = make(map[string]int, len(s.stats.Prompts))
-	for k, v := range s.stats.Prompts {
-		st.Prompts[k] = v
-	}
+	st.Prompts, st.Models, st.Unknown = maps.Clone(s.stats.Prompts), maps.Clone(s.stats.Models), maps.Clone(s.stats.Unknown)
+	st.Loads, st.Unloads = slices.Clone(s.stats.Loads), slices.Clone(s.stats.Unloads)
+	st.Loaded = slices.Sorted(maps.Keys(s.adapters))
 	return st
 }
 
@@ -182,15 +245,24 @@ func (s *Server) isFailing() bool {
 	return s.failing
 }
 
+// models answers GET /v1/models as vLLM does: the base model, then every
+// LoRA adapter loaded, with its path as root and the base as parent.
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	if s.isFailing() {
 		http.Error(w, `{"error":{"message":"failing"}}`, http.StatusInternalServerError)
 		return
 	}
-	writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": s.cfg.Name, "object": "model"}}})
+	s.mu.Lock()
+	data := []any{map[string]any{"id": s.cfg.Name, "object": "model", "owned_by": "vllm", "root": s.cfg.Name}}
+	for _, name := range slices.Sorted(maps.Keys(s.adapters)) {
+		data = append(data, map[string]any{"id": name, "object": "model", "owned_by": "vllm", "root": s.adapters[name], "parent": s.cfg.Name})
+	}
+	s.mu.Unlock()
+	writeJSON(w, map[string]any{"object": "list", "data": data})
 }
 
 type request struct {
+	Model          string `json:"model"`
 	N              int    `json:"n"`
 	MaxTokens      int    `json:"max_tokens"`
 	Prompt         string `json:"prompt"`
@@ -255,19 +327,65 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 		http.Error(w, `{"error":{"message":"failing"}}`, http.StatusInternalServerError)
 		return
 	}
+	if !s.serves(req.Model) {
+		s.mu.Lock()
+		s.stats.Unknown[req.Model]++
+		s.mu.Unlock()
+		vllmError(w, http.StatusNotFound, "NotFoundError", "The model `"+req.Model+"` does not exist.")
+		return
+	}
+	ctx := r.Context()
+	if err := s.waitUnpaused(ctx); err != nil {
+		return
+	}
 	n := max(req.N, 1)
 	tokens := s.cfg.Tokens
 	if req.MaxTokens > 0 {
 		tokens = min(tokens, req.MaxTokens)
 	}
-	prompt := req.Prompt
+	prompt, full := req.Prompt, req.Prompt
 	if chat && len(req.Messages) > 0 {
 		prompt = req.Messages[len(req.Messages)-1].Content
+		var b strings.Builder
+		for _, m := range req.Messages {
+			b.WriteString(m.Content)
+		}
+		full = b.String()
 	}
-	ctx := r.Context()
+	s.mu.Lock()
+	startWeights, abort := s.weights, s.abort
+	s.mu.Unlock()
+	aborted, err := s.decode(ctx, n, tokens, abort)
+	if err != nil {
+		return // the client went away (or the server was stopped)
+	}
+	s.mu.Lock()
+	answeredBy := req.Model
+	if s.cfg.Weights {
+		answeredBy = s.weights
+		if s.weights != startWeights && !aborted {
+			s.stats.Straddled += n
+		}
+	}
+	if aborted {
+		s.stats.Aborted += n
+	} else {
+		s.stats.Requests++
+		s.stats.Sequences += n
+		s.stats.Prompts[prompt]++
+		s.stats.Models[answeredBy]++
+	}
+	s.mu.Unlock()
+	writeJSON(w, s.response(req, chat, n, tokens, full, answeredBy, aborted))
+}
+
+// decode runs n sequences of tokens tokens each through the decode slots;
+// aborted when abort closed first.
+func (s *Server) decode(ctx context.Context, n, tokens int, abort chan struct{}) (aborted bool, err error) {
 	d := time.Duration(float64(tokens) / s.cfg.TokenRate * float64(time.Second))
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	var ab sync.Once
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -278,6 +396,9 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
+			case <-abort:
+				t.Stop()
+				ab.Do(func() { aborted = true })
 			case <-ctx.Done():
 				t.Stop()
 				errs[i] = ctx.Err()
@@ -286,60 +407,53 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return // the client went away (or the server was stopped)
-		}
-	}
-	s.mu.Lock()
-	s.stats.Requests++
-	s.stats.Sequences += n
-	s.stats.Prompts[prompt]++
-	s.mu.Unlock()
-	writeJSON(w, s.response(req, chat, n, tokens, prompt))
+	return aborted, errors.Join(errs...)
 }
 
 const program = "```python\ndef solve(*args):\n    return None\n```"
 
-func (s *Server) response(req request, chat bool, n, tokens int, prompt string) map[string]any {
-	ids := make([]int, tokens)
+func (s *Server) tokenize(text string, answer bool) []int {
+	if s.cfg.Tokenize != nil {
+		return s.cfg.Tokenize(text)
+	}
+	if answer {
+		return nil
+	}
+	ids := make([]int, len(strings.Fields(text))+1)
 	for i := range ids {
-		ids[i] = i + 1
+		ids[i] = 1000 + i
 	}
-	promptIDs := make([]int, len(strings.Fields(prompt))+1)
-	for i := range promptIDs {
-		promptIDs[i] = 1000 + i
-	}
+	return ids
+}
+
+func (s *Server) response(req request, chat bool, n, tokens int, prompt, answeredBy string, aborted bool) map[string]any {
+	promptIDs := s.tokenize(prompt, false)
 	choices := make([]any, n)
+	completion := 0
 	for i := range choices {
-		c := map[string]any{"index": i, "finish_reason": "stop"}
-		if req.ReturnTokenIDs {
-			c["token_ids"] = ids
+		text := program
+		if s.cfg.Answer != nil {
+			text = s.cfg.Answer(answeredBy, prompt, i)
 		}
-		logprobs := req.Logprobs != nil && req.Logprobs != false
-		if chat {
-			c["message"] = map[string]any{"role": "assistant", "content": program}
-			if logprobs {
-				content := make([]any, tokens)
-				for j := range content {
-					content[j] = map[string]any{"token": fmt.Sprintf("token_id:%d", ids[j]), "logprob": -0.5}
-				}
-				c["logprobs"] = map[string]any{"content": content}
-			}
-		} else {
-			c["text"] = program
-			if logprobs {
-				toks, lps := make([]string, tokens), make([]float64, tokens)
-				for j := range toks {
-					toks[j], lps[j] = fmt.Sprintf("token_id:%d", ids[j]), -0.5
-				}
-				c["logprobs"] = map[string]any{"tokens": toks, "token_logprobs": lps}
+		ids := s.tokenize(text, true)
+		if ids == nil {
+			ids = make([]int, tokens)
+			for j := range ids {
+				ids[j] = j + 1
 			}
 		}
-		choices[i] = c
+		finish := "stop"
+		if aborted {
+			text, ids, finish = "", []int{}, "abort" // SGLang: a request aborted by pause_generation
+		}
+		completion += len(ids)
+		choices[i] = choice(req, chat, i, text, ids, finish)
 	}
-	out := map[string]any{"object": "text_completion", "model": s.cfg.Name, "choices": choices,
-		"usage": map[string]any{"prompt_tokens": len(promptIDs), "completion_tokens": n * tokens}}
+	out := map[string]any{"object": "text_completion", "model": req.Model, "choices": choices,
+		"usage": map[string]any{"prompt_tokens": len(promptIDs), "completion_tokens": completion}}
+	if out["model"] == "" {
+		out["model"] = s.cfg.Name
+	}
 	if chat {
 		out["object"] = "chat.completion"
 	}
@@ -347,6 +461,34 @@ func (s *Server) response(req request, chat bool, n, tokens int, prompt string) 
 		out["prompt_token_ids"] = promptIDs
 	}
 	return out
+}
+
+func choice(req request, chat bool, i int, text string, ids []int, finish string) map[string]any {
+	c := map[string]any{"index": i, "finish_reason": finish}
+	if req.ReturnTokenIDs {
+		c["token_ids"] = ids
+	}
+	logprobs := req.Logprobs != nil && req.Logprobs != false
+	if chat {
+		c["message"] = map[string]any{"role": "assistant", "content": text}
+		if logprobs {
+			content := make([]any, len(ids))
+			for j := range content {
+				content[j] = map[string]any{"token": fmt.Sprintf("token_id:%d", ids[j]), "logprob": -0.5}
+			}
+			c["logprobs"] = map[string]any{"content": content}
+		}
+		return c
+	}
+	c["text"] = text
+	if logprobs {
+		toks, lps := make([]string, len(ids)), make([]float64, len(ids))
+		for j := range toks {
+			toks[j], lps[j] = fmt.Sprintf("token_id:%d", ids[j]), -0.5
+		}
+		c["logprobs"] = map[string]any{"tokens": toks, "token_logprobs": lps}
+	}
+	return c
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -402,3 +402,14 @@ func (b *bound) inFlight() (trees, versions int, oldest int64) {
 	}
 	return len(b.flight), len(seen), oldest
 }
+
+// versionsInFlight are the distinct versions of the trees in flight.
+func (b *bound) versionsInFlight() map[int64]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[int64]bool{}
+	for _, f := range b.flight {
+		out[f.version] = true
+	}
+	return out
+}

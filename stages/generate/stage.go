@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/murphy-rl/murphy/openai"
@@ -48,6 +47,12 @@ type Stage struct {
 func NewStage(cfg Config, lookup TaskLookup, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Versions.Follow && cfg.Versions.Load.Preset != LoadNone && cfg.Policy.Kind == PolicyOpenAI &&
+		!cfg.Policy.OpenAI.Pool.Enabled() && len(cfg.Versions.Load.URLs) == 0 {
+		// A pool of one server: it is prepared (loads the versions) before
+		// it takes traffic, and again when it answers "model not found".
+		cfg.Policy.OpenAI.Pool.Servers = []string{cfg.Policy.OpenAI.Client.BaseURL}
 	}
 	pol, err := NewPolicy(cfg.Policy)
 	if err != nil {
@@ -98,13 +103,14 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	if err := s.setupEpisodes(o, reg); err != nil {
 		return nil, err
 	}
+	if cfg.Staleness.Enabled {
+		s.bnd = newBound(cfg.Staleness.ProgressTTL, cfg.TreeTTL, func() time.Time { return s.now() })
+		s.alog = newAdmissionLog(s.bnd, s.instance, time.Now())
+	}
 	if cfg.Versions.Follow {
-		ld, err := newLoader(cfg.Versions.Load, loadBaseURL(cfg, pol))
-		if err != nil {
-			return nil, fmt.Errorf("generate: %w", err)
+		if err := s.setupVersions(pol); err != nil {
+			return nil, err
 		}
-		s.vers = newVersions(ld, cfg.Versions.RetryInterval, m)
-		s.vers.now = func() time.Time { return s.now() }
 		if o.models != nil {
 			s.mods = &policies{build: func(model string) (policy.Policy, error) {
 				p, err := o.models(model)
@@ -116,10 +122,6 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 				return p, err
 			}}
 		}
-	}
-	if cfg.Staleness.Enabled {
-		s.bnd = newBound(cfg.Staleness.ProgressTTL, cfg.TreeTTL, func() time.Time { return s.now() })
-		s.alog = newAdmissionLog(s.bnd, s.instance, time.Now())
 	}
 	if reg != nil {
 		reg.MustRegister(newTrainerRows(s.trainerReports))
@@ -228,6 +230,9 @@ func (s *Stage) HandlePrompt(ctx context.Context, rec pipeline.Record) ([]pipeli
 	case err != nil:
 		return nil, topics.Transient(err)
 	}
+	if s.mixesVersions(&p, cands) {
+		return s.restartTree(ctx, &p)
+	}
 	s.m.Prompts.WithLabelValues(kind).Inc()
 	outs := make([]pipeline.Out, 0, len(cands))
 	topic := s.cat.Topic(topics.Candidates)
@@ -325,6 +330,9 @@ func (s *Stage) Generate(ctx context.Context, p *topics.Prompt) ([]*topics.Candi
 		if i < len(samples) {
 			smp := samples[i]
 			c.ResponseText, c.Code, c.FinishReason = smp.Text, smp.Code, smp.FinishReason
+			if s.stampsByServer() && smp.ServerTag != openai.NoTag {
+				c.PolicyVersion = smp.ServerTag // the full weights that answered
+			}
 			if smp.PromptTokenIDs != nil {
 				c.PromptTokenIDs = smp.PromptTokenIDs
 			}
@@ -404,6 +412,28 @@ func markInfra(c *topics.Candidate, cause string, err error) {
 	c.ResponseTokenIDs, c.ResponseLogprobs, c.StepEnds, c.ToolSteps = []int32{}, []float32{}, nil, nil
 }
 
+// stampsByServer: candidates are stamped with the version of the server
+// that answered (full weights, one set under every name: sglang), not the
+// version of the model named.
+func (s *Stage) stampsByServer() bool {
+	return s.vers != nil && s.cfg.Versions.Load.Preset == LoadSGLang
+}
+
+// mixesVersions: with in_flight=restart, refinement p answered by a
+// version other than its tree's (full weights updated meanwhile) is not
+// kept: the tree is restarted, so that no tree mixes versions.
+func (s *Stage) mixesVersions(p *topics.Prompt, cands []*topics.Candidate) bool {
+	if p.ParentID == "" || s.vers == nil || s.cfg.Versions.InFlight != InFlightRestart {
+		return false
+	}
+	for _, c := range cands {
+		if c.InfraCause == "" && c.PolicyVersion != p.PolicyVersion {
+			return true
+		}
+	}
+	return false
+}
+
 // promptVersion is the version candidates of p record. Following
 // versions, it is p's stamp (HandlePrompt's choice), the very version
 // versionedPolicy picks the model by, never the version served when the
@@ -416,12 +446,35 @@ func (s *Stage) promptVersion(p *topics.Prompt) int64 {
 	return p.PolicyVersion
 }
 
-// loadBaseURL is the server URL the load hook calls by default: the
-// openai policy's base URL without its /v1 suffix.
-func loadBaseURL(cfg Config, pol policy.Policy) string {
-	if o, ok := pol.(*policy.OpenAI); ok && o != nil {
-		u := strings.TrimRight(cfg.Policy.OpenAI.Client.BaseURL, "/")
-		return strings.TrimSuffix(u, "/v1")
+// setupVersions follows versions with the load hook over the policy's
+// servers: every member of its pool, prepared before it takes traffic, or
+// the hook's URLs (default: the policy's base URL).
+func (s *Stage) setupVersions(pol policy.Policy) error {
+	ld, err := newLoader(s.cfg.Versions.Load)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
 	}
-	return ""
+	s.vers = newVersions(ld, s.cfg.Versions.RetryInterval, s.m)
+	s.vers.now = func() time.Time { return s.now() }
+	if s.bnd != nil {
+		s.vers.inFlight = s.bnd.versionsInFlight
+	}
+	if ld == nil {
+		return nil
+	}
+	o, _ := pol.(*policy.OpenAI)
+	if o != nil && o.Pool() != nil && len(s.cfg.Versions.Load.URLs) == 0 {
+		s.vers.where.pool = o.Pool()
+		ld.pool = o.Pool()
+		o.Pool().SetPrepare(s.vers.prepareServer)
+		return nil
+	}
+	s.vers.where.urls = s.cfg.Versions.Load.URLs
+	if len(s.vers.where.urls) == 0 {
+		if o == nil {
+			return errors.New("generate: versions.load: no server URL (versions.load.urls)")
+		}
+		s.vers.where.urls = []string{s.cfg.Policy.OpenAI.Client.BaseURL}
+	}
+	return nil
 }

@@ -84,6 +84,11 @@ func (c VersionsConfig) Validate() error {
 	if err := c.Load.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Load.Preset == LoadSGLang && c.InFlight == InFlightFinish {
+		// Full weights change under every name at once: a tree cannot
+		// finish on its root's version.
+		errs = append(errs, errors.New("versions.load.preset sglang needs versions.in_flight restart or abort (finish needs a model name per version, as vllm's adapters)"))
+	}
 	if c.RetryInterval <= 0 {
 		errs = append(errs, fmt.Errorf("versions.retry_interval must be > 0, got %s", c.RetryInterval))
 	}
@@ -99,7 +104,7 @@ func (c StalenessConfig) Validate() error {
 }
 
 // versions follows the policy-versions topic: every version seen, the one
-// served (its load hook succeeded) and the newest seen.
+// served (loaded on the servers that answer for it) and the newest seen.
 type versions struct {
 	mu      sync.RWMutex
 	all     map[int64]*topics.PolicyVersion
@@ -111,6 +116,17 @@ type versions struct {
 	now     func() time.Time
 	m       *Metrics
 	changed chan struct{}
+	// where the versions are loaded (versions_load.go); loading is the
+	// version being loaded (servers prepared meanwhile load it too);
+	// recent the versions served, oldest first.
+	where   versionServers
+	loading *topics.PolicyVersion
+	recent  []int64
+	// inFlight, when known (the staleness bound), are the versions of the
+	// trees in flight of every generate process: kept loaded.
+	inFlight func() map[int64]bool
+	// advancing serializes advance.
+	advancing sync.Mutex
 }
 
 func newVersions(load *loader, retry time.Duration, m *Metrics) *versions {
@@ -155,8 +171,10 @@ func (v *versions) observe(ctx context.Context, pv *topics.PolicyVersion) error 
 	return v.advance(ctx)
 }
 
-// advance serves the newest version it can load, newest first.
+// advance serves the newest version once it is loaded.
 func (v *versions) advance(ctx context.Context) error {
+	v.advancing.Lock()
+	defer v.advancing.Unlock()
 	v.mu.RLock()
 	newest, served := v.newest, int64(0)
 	if v.served != nil {
@@ -173,7 +191,7 @@ func (v *versions) advance(ctx context.Context) error {
 	}
 	if v.load != nil {
 		start := time.Now()
-		err := v.load.load(ctx, pv)
+		err := v.loadEverywhere(ctx, pv)
 		v.m.VersionLoadSeconds.Observe(time.Since(start).Seconds())
 		if err != nil {
 			if ctx.Err() != nil {
@@ -191,6 +209,7 @@ func (v *versions) advance(ctx context.Context) error {
 	v.mu.Lock()
 	if v.served == nil || pv.Version > v.served.Version {
 		v.served = pv
+		v.recent = append(v.recent, pv.Version)
 		delete(v.failed, pv.Version)
 		close(v.changed)
 		v.changed = make(chan struct{})
@@ -199,6 +218,9 @@ func (v *versions) advance(ctx context.Context) error {
 	v.m.VersionServed.Set(float64(pv.Version))
 	v.m.VersionChanges.Inc()
 	slog.Info("serving policy version", "version", pv.Version, "model", pv.Model)
+	if v.load != nil {
+		go v.prune(context.WithoutCancel(ctx))
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,23 +25,38 @@ import (
 func intp(v int) *int { return &v }
 
 // TestLoadHookPresets calls the vLLM, SGLang and custom HTTP hooks against
-// an httptest server: the right path and body, retries on 5xx, and a clear
-// error once the attempts are spent.
+// an httptest server: the right path and body, retries on 5xx, a clear
+// error once the attempts are spent, vLLM's "already loaded" as success,
+// and SGLang's update inside pause and continue.
 func TestLoadHookPresets(t *testing.T) {
 	type call struct{ path, body string }
 	var mu sync.Mutex
 	var calls []call
 	var fail atomic.Int32
+	var already atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		calls = append(calls, call{r.URL.Path, string(b)})
 		mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"base","object":"model"}]}`)
+			return
+		case "/pause_generation", "/continue_generation":
+			_, _ = io.WriteString(w, `{"success":true}`)
+			return
+		}
+		if already.Load() {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"object":"error","message":"The lora adapter 'run1-v7' has already been loaded.","type":"InvalidUserInput","param":null,"code":400}`)
+			return
+		}
 		if fail.Add(-1) >= 0 {
 			http.Error(w, "adapter dir missing", http.StatusInternalServerError)
 			return
 		}
-		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"success":true,"message":"ok"}`)
 	}))
 	defer srv.Close()
 	v := &topics.PolicyVersion{Version: 7, Model: `run1-v7`, CheckpointURI: "/ckpt/v\"7"}
@@ -48,55 +64,63 @@ func TestLoadHookPresets(t *testing.T) {
 	for _, tc := range []struct {
 		cfg      LoadConfig
 		failures int32
-		path     string
+		already  bool
+		paths    []string // every call, in order
 		field    string
 		want     string
 		err      string
 	}{
-		{cfg: LoadConfig{Preset: LoadVLLM}, path: "/v1/load_lora_adapter", field: "lora_name", want: "run1-v7"},
-		{cfg: LoadConfig{Preset: LoadSGLang}, failures: 2, path: "/update_weights_from_disk", field: "model_path", want: "/ckpt/v\"7"},
-		{cfg: LoadConfig{Preset: LoadHTTP, Path: "/reload", Body: `{"v": "{{.Version}}"}`}, path: "/reload", field: "v", want: "7"},
-		{cfg: LoadConfig{Preset: LoadVLLM}, failures: 10, path: "/v1/load_lora_adapter",
+		{cfg: LoadConfig{Preset: LoadVLLM}, paths: []string{"/v1/models", "/v1/load_lora_adapter"}, field: "lora_name", want: "run1-v7"},
+		{cfg: LoadConfig{Preset: LoadVLLM}, already: true, paths: []string{"/v1/models", "/v1/load_lora_adapter"}, field: "lora_name", want: "run1-v7"},
+		{cfg: LoadConfig{Preset: LoadSGLang}, failures: 2, field: "model_path", want: "/ckpt/v\"7",
+			paths: []string{"/pause_generation", "/update_weights_from_disk", "/update_weights_from_disk", "/update_weights_from_disk", "/continue_generation"}},
+		{cfg: LoadConfig{Preset: LoadHTTP, Path: "/reload", Body: `{"v": "{{.Version}}"}`}, paths: []string{"/reload"}, field: "v", want: "7"},
+		{cfg: LoadConfig{Preset: LoadVLLM}, failures: 10,
 			err: `loading policy version 7 (model "run1-v7") on ` + srv.URL + `/v1/load_lora_adapter failed after 3 attempts: HTTP 500: adapter dir missing`},
 	} {
 		mu.Lock()
 		calls = nil
 		mu.Unlock()
 		fail.Store(tc.failures)
+		already.Store(tc.already)
 		cfg := tc.cfg
 		cfg.Attempts, cfg.Backoff, cfg.Timeout = 3, time.Millisecond, 5*time.Second
-		l, err := newLoader(cfg, srv.URL)
+		l, err := newLoader(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.sleep = noSleep
-		err = l.load(context.Background(), v)
+		err = l.ensure(context.Background(), srv.URL+"/v1", []*topics.PolicyVersion{v})
 		if tc.err != "" {
 			var le *LoadError
 			if err == nil || !errors.As(err, &le) || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("%s: error %v, want %q", cfg.Preset, err, tc.err)
-			}
-			if len(calls) != 3 {
-				t.Fatalf("%d calls, want 3", len(calls))
 			}
 			continue
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", cfg.Preset, err)
 		}
-		if want := int(tc.failures) + 1; len(calls) != want {
-			t.Fatalf("%s: %d calls, want %d", cfg.Preset, len(calls), want)
+		var paths []string
+		var body map[string]any
+		for _, c := range calls {
+			paths = append(paths, c.path)
+			if c.path == tc.paths[len(tc.paths)-1] || strings.Contains(c.path, "load") || strings.Contains(c.path, "update") || c.path == "/reload" {
+				_ = json.Unmarshal([]byte(c.body), &body)
+			}
 		}
-		last := calls[len(calls)-1]
-		var body map[string]string
-		if err := json.Unmarshal([]byte(last.body), &body); err != nil {
-			t.Fatalf("%s: body %q: %v", cfg.Preset, last.body, err)
+		if strings.Join(paths, " ") != strings.Join(tc.paths, " ") || fmt.Sprint(body[tc.field]) != tc.want {
+			t.Fatalf("%s: calls %v, body %v", cfg.Preset, paths, body)
 		}
-		if last.path != tc.path || body[tc.field] != tc.want {
-			t.Fatalf("%s: %s %v", cfg.Preset, last.path, body)
+		// Loaded once: a second ensure calls nothing (sglang) or only lists.
+		mu.Lock()
+		calls = nil
+		mu.Unlock()
+		if err := l.ensure(context.Background(), srv.URL+"/v1", []*topics.PolicyVersion{v}); err != nil || len(calls) > 2 {
+			t.Fatalf("%s: again: %v, calls %v", cfg.Preset, err, calls)
 		}
 	}
-	if _, err := newLoader(LoadConfig{Preset: LoadHTTP, Attempts: 1, Timeout: time.Second}, srv.URL); err == nil {
+	if _, err := newLoader(LoadConfig{Preset: LoadHTTP, Attempts: 1, Timeout: time.Second}); err == nil {
 		t.Fatal("http preset without a path accepted")
 	}
 }

@@ -232,9 +232,13 @@ func (o *OpenAI) Generate(ctx context.Context, req Request) ([]Sample, error) {
 			promptIDs, _ = o.api.Tokenize(ctx, promptText)
 		}
 		for _, c := range res.Choices {
+			tag := c.Tag
+			if c.Server == "" {
+				tag = openai.NoTag
+			}
 			smp := Sample{
 				Text: c.Text, Code: ExtractCode(c.Text), PromptTokenIDs: promptIDs,
-				TokenIDs: c.TokenIDs, Logprobs: c.Logprobs, FinishReason: c.FinishReason,
+				TokenIDs: c.TokenIDs, Logprobs: c.Logprobs, FinishReason: c.FinishReason, ServerTag: tag,
 			}
 			if smp.TokenIDs == nil && o.cfg.TokenizeFallback {
 				smp.TokenIDs, _ = o.api.Tokenize(ctx, c.Text)

@@ -43,6 +43,9 @@ type Sample struct {
 	Logprobs []float32
 	// FinishReason is "stop", "length", ...
 	FinishReason string
+	// ServerTag is the tag of the server that answered (openai.Pool.SetTag:
+	// the version of its full weights), openai.NoTag when none.
+	ServerTag int64
 }
 
 // Policy samples groups of responses.

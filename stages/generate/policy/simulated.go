@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/murphy-rl/murphy/openai"
+
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -251,6 +253,7 @@ func (s *Simulated) sample(p *topics.Prompt, task *topics.Task, nodeID string, f
 		TokenIDs:       ids,
 		Logprobs:       lps,
 		FinishReason:   finish,
+		ServerTag:      openai.NoTag,
 	}
 }
 
