@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the Python reader's tests and the Go↔pyarrow cross-language
 # test need: pyarrow, numpy, confluent-kafka, pytest, torch (from PyPI, or
-# TORCH_INDEX_URL), and the reader package itself. Idempotent: installs only
+# TORCH_INDEX_URL), peft and safetensors, and the reader package itself. Idempotent: installs only
 # what is missing.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,5 +24,11 @@ fi
 if ! "$py" -c "import torch" >/dev/null 2>&1; then
   "$py" -m pip install -q --disable-pip-version-check ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} torch
 fi
+# peft and safetensors: the example trainer saves its versions as PEFT LoRA
+# adapters (adapter_config.json + adapter_model.safetensors), what vLLM loads.
+for spec in peft:peft safetensors:safetensors; do
+  mod="${spec%%:*}" pkg="${spec##*:}"
+  "$py" -c "import $mod" >/dev/null 2>&1 || "$py" -m pip install -q --disable-pip-version-check "$pkg"
+done
 # The reader itself, from this checkout (cheap; reinstalled to pick up changes).
 (cd / && "$py" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$here") >/dev/null

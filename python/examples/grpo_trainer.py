@@ -50,8 +50,26 @@ from grpo_step import TinyCausalLM, grpo_loss, prepare, token_logprobs  # noqa: 
 from murphy_reader import Batch  # noqa: E402
 
 
-# Seconds between progress reports while no step completes.
-HEARTBEAT = 30.0
+# LoRA adapter of the tiny model: what the trainer publishes and a vLLM-like
+# server loads (adapter_config.json + adapter_model.safetensors).
+LORA_TARGETS = ["linear1", "linear2"]
+
+
+def lora_model(model: torch.nn.Module, rank: int) -> torch.nn.Module:
+    """The model under a PEFT LoRA on its feed-forward layers: only the
+    adapter trains, and save_pretrained writes the adapter."""
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=LORA_TARGETS))
+
+
+def save_checkpoint(model: torch.nn.Module, path: str) -> None:
+    """The PEFT adapter (what the servers load) and the trainer's own state
+    (to resume from after a restart), written before the version is
+    published."""
+    os.makedirs(path, exist_ok=True)
+    model.save_pretrained(path)
+    torch.save(model.state_dict(), os.path.join(path, "trainer_state.pt"))
 
 
 class Log:
@@ -125,7 +143,7 @@ def step(model: torch.nn.Module, opt: torch.optim.Optimizer, batches: list[Batch
             "reward_mean": sum(rewards) / len(rewards) if rewards else 0.0}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", required=True, help="Kafka bootstrap servers, host:port[,host:port]")
     ap.add_argument("--topic-prefix", default="murphy.", help="the pipeline's topics.prefix")
@@ -136,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                          "held at most η versions ahead (-1: no bound, progress is only reported)")
     ap.add_argument("--trees-per-step", type=int, default=8, help="trees consumed per optimizer step")
     ap.add_argument("--steps-per-version", type=int, default=4, help="optimizer steps between published versions")
-    ap.add_argument("--versions", type=int, default=0, help="stop after publishing this many versions (0: never)")
+    ap.add_argument("--versions", type=int, default=0, help="stop once at this version (0: never)")
     ap.add_argument("--wait-last", action=argparse.BooleanOptionalAction, default=True,
                     help="after the last version, keep training until rows sampled by it arrive")
     ap.add_argument("--start-version", type=int, default=0, help="the version of the initial weights")
@@ -152,6 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=0, help="give up (exit 1) after this many seconds (0: never)")
     ap.add_argument("--wait-topics", type=float, default=60, help="seconds to wait for the topics to exist")
     ap.add_argument("--log-json", help="append one JSON object per event to this file")
+    ap.add_argument("--publish-versions", action=argparse.BooleanOptionalAction, default=True,
+                    help="save a checkpoint and publish every version (off: a trainer that counts its versions but "
+                         "publishes none, e.g. a second trainer reading the same stream)")
+    ap.add_argument("--filter", action=argparse.BooleanOptionalAction, default=True,
+                    help="the reader drops rows staler than --max-staleness (off: every row is trained and counted "
+                         "by staleness; the bound is still reported)")
+    ap.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
+                    help="resume from this trainer's last progress record, its group's committed offsets and the "
+                         "checkpoint of its version")
+    ap.add_argument("--heartbeat", type=float, default=20.0,
+                    help="seconds between progress reports while a step runs (keep it under generate's progress_ttl)")
+    ap.add_argument("--lora-rank", type=int, default=8, help="rank of the published LoRA adapter")
     ap.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
                     help="a librdkafka setting for every client, repeatable: a secured cluster takes "
                          "security.protocol=SASL_SSL, sasl.mechanisms=SCRAM-SHA-512, sasl.username=..., "
@@ -166,100 +196,156 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not key.strip():
             ap.error(f"--kafka-config {kv!r}: want KEY=VALUE")
         kconf[key.strip()] = value
+    return args, kconf
 
-    from murphy_reader import KafkaBatchReader, ProgressPublisher, publish_version
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    log = Log(args.log_json)
-    pre = args.topic_prefix
-    t_batches, t_versions, t_progress = pre + "batches", pre + "policy-versions", pre + "trainer-progress"
-    group = args.group or args.trainer_id
-    eta: Optional[int] = args.max_staleness if args.max_staleness >= 0 else None
-    k = args.trees_per_step * args.steps_per_version
-    ckpt_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix=f"{args.trainer_id}-ckpt-")
-    deadline = time.monotonic() + args.timeout if args.timeout > 0 else None
+class Trainer:
+    """The loop: gather about --trees-per-step trees of batches, take a
+    step, commit, report progress; every --steps-per-version steps a new
+    version (checkpointed and published first)."""
 
-    wait_topics(args.brokers, [t_batches, t_versions, t_progress], args.wait_topics, kconf)
-    model = TinyCausalLM(args.vocab_size, d_model=args.d_model, n_layers=args.layers, n_heads=4,
-                         max_len=args.max_length)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    version = args.start_version
-    reader = KafkaBatchReader(args.brokers, t_batches, group, policy_version=lambda: version,
-                              max_staleness=eta if eta is not None else 10**9, consumer_config=kconf)
-    progress = ProgressPublisher(args.brokers, t_progress, args.trainer_id, max_staleness=eta,
-                                 trees_per_version=k, group_id=group, producer_config=kconf)
-    # Report before the first batch: generate is bounded from the start.
-    progress.publish_reader(version, reader)
-    log.event("ready", f"version {version}, eta {eta}, {k} trees per version, group {group}, checkpoints in {ckpt_dir}",
-              version=version, max_staleness=eta, trees_per_version=k, group=group)
+    def __init__(self, args: argparse.Namespace, kconf: dict[str, Any]):
+        from murphy_reader import KafkaBatchReader, ProgressPublisher
 
-    steps = published = 0
-    last_report = time.monotonic()
-    last_version = -1
-    trained_last = False
-    code = 0
-    try:
-        while True:
-            if args.versions and published >= args.versions and (trained_last or not args.wait_last):
-                break
-            batches: list[Batch] = []
-            start_trees = reader.trees_consumed
-            while reader.trees_consumed - start_trees < args.trees_per_step:
-                if deadline is not None and time.monotonic() > deadline:
-                    raise TimeoutError(f"timeout after {args.timeout}s at version {version}, step {steps}")
-                if time.monotonic() - last_report > HEARTBEAT:
-                    progress.publish_reader(version, reader)  # stay fresher than progress_ttl
-                    last_report = time.monotonic()
-                b = reader.poll(0.5)
-                if b is not None:
-                    batches.append(b)
+        self.args, self.kconf = args, kconf
+        self.log = Log(args.log_json)
+        pre = args.topic_prefix
+        self.t_batches, self.t_versions, self.t_progress = pre + "batches", pre + "policy-versions", pre + "trainer-progress"
+        self.group = args.group or args.trainer_id
+        self.eta: Optional[int] = args.max_staleness if args.max_staleness >= 0 else None
+        self.k = args.trees_per_step * args.steps_per_version
+        self.ckpt_dir = args.checkpoint_dir or tempfile.mkdtemp(prefix=f"{args.trainer_id}-ckpt-")
+        self.deadline = time.monotonic() + args.timeout if args.timeout > 0 else None
+        wait_topics(args.brokers, [self.t_batches, self.t_versions, self.t_progress], args.wait_topics, kconf)
+        base = TinyCausalLM(args.vocab_size, d_model=args.d_model, n_layers=args.layers, n_heads=4, max_len=args.max_length)
+        self.model = lora_model(base, args.lora_rank)
+        self.opt = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=args.lr)
+        self.version = args.start_version
+        bound = self.eta if self.eta is not None else 10**9
+        self.reader = KafkaBatchReader(args.brokers, self.t_batches, self.group, policy_version=lambda: self.version,
+                                       max_staleness=bound if args.filter else None, consumer_config=kconf)
+        self.progress = ProgressPublisher(args.brokers, self.t_progress, args.trainer_id, max_staleness=self.eta,
+                                          trees_per_version=self.k, group_id=self.group, producer_config=kconf)
+        self.steps = 0
+        if args.resume:
+            self.resume()
+        # Report before the first batch: generate is bounded from the start.
+        self.progress.publish_reader(self.version, self.reader)
+        self.progress.start_heartbeat(args.heartbeat)
+        self.log.event("ready", f"version {self.version}, eta {self.eta}, {self.k} trees per version, group {self.group}, "
+                       f"checkpoints in {self.ckpt_dir}", version=self.version, max_staleness=self.eta,
+                       trees_per_version=self.k, group=self.group, consumed={str(p): o for p, o in self.reader.consumed.items()})
+
+    def name(self, version: int) -> str:
+        return f"{self.args.model_prefix}{version}"
+
+    def resume(self) -> None:
+        """Back after a restart: the version and positions of the last
+        progress record, the batches committed past them, the weights of
+        the version's checkpoint."""
+        rec = self.progress.resume(self.args.brokers, consumer_config=self.kconf)
+        if rec is None:
+            return
+        self.version = int(rec.get("policy_version", self.version))
+        self.reader.resume(rec.get("consumed") or {})
+        self.steps = (self.version - self.args.start_version) * self.args.steps_per_version
+        state = os.path.join(self.ckpt_dir, self.name(self.version), "trainer_state.pt")
+        if os.path.exists(state):
+            self.model.load_state_dict(torch.load(state))
+        self.log.event("resume", f"at version {self.version} from its last progress record", version=self.version,
+                       consumed={str(p): o for p, o in self.reader.consumed.items()}, checkpoint=os.path.exists(state))
+
+    def gather(self) -> tuple[list[Batch], int]:
+        batches: list[Batch] = []
+        start_trees = self.reader.trees_consumed
+        while self.reader.trees_consumed - start_trees < self.args.trees_per_step:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise TimeoutError(f"timeout after {self.args.timeout}s at version {self.version}, step {self.steps}")
+            b = self.reader.poll(0.5)
+            if b is not None:
+                batches.append(b)
+        return batches, self.reader.trees_consumed - start_trees
+
+    def new_version(self) -> None:
+        self.version += 1
+        if not self.args.publish_versions:
+            return
+        from murphy_reader import publish_version
+
+        name = self.name(self.version)
+        path = os.path.join(self.ckpt_dir, name)
+        save_checkpoint(self.model, path)
+        publish_version(self.args.brokers, self.t_versions, self.version, name, adapter=name if self.args.adapter else "",
+                        checkpoint_uri=path, trainer_id=self.args.trainer_id, producer_config=self.kconf)
+        self.log.event("version", f"published {self.version} as {name} ({path})", version=self.version, model=name,
+                       checkpoint_uri=path, step=self.steps)
+
+    def done(self, trained_last: bool) -> bool:
+        a = self.args
+        if not a.versions or self.version < a.versions:
+            return False
+        return trained_last or not a.wait_last or not a.publish_versions
+
+    def run(self) -> int:
+        trained_last = False
+        while not self.done(trained_last):
+            batches, trees = self.gather()
             if not batches:
                 # Every row was too stale: report the trees consumed anyway,
                 # or generate would keep counting them as not consumed.
-                reader.commit()
-                progress.publish_reader(version, reader)
-                last_report = time.monotonic()
-                log.event("skip", f"{reader.trees_consumed - start_trees} trees, every row too stale",
-                          version=version, dropped=dict(reader.dropped_rows))
+                self.reader.commit()
+                self.progress.publish_reader(self.version, self.reader)
+                self.log.event("skip", f"{trees} trees, every row too stale", version=self.version,
+                               dropped=dict(self.reader.dropped_rows))
                 continue
-            info = step(model, opt, batches, version, args.vocab_size, args.max_length)
-            reader.commit()
-            steps += 1
-            if published and last_version in info["row_versions"]:
+            info = step(self.model, self.opt, batches, self.version, self.args.vocab_size, self.args.max_length)
+            self.reader.commit()
+            self.steps += 1
+            if self.args.versions and self.version >= self.args.versions and self.version in info["row_versions"]:
                 trained_last = True
-            log.event("step", f"{steps} at version {version}: {info['rows']} rows of versions "
-                      f"{sorted(info['row_versions'])}, staleness {info['staleness']}, loss {info['loss']:.4g}, "
-                      f"grad norm {info['grad_norm']:.3g}, reward {info['reward_mean']:.3f}, dropped {reader.dropped_rows}",
-                      step=steps, version=version, trees=reader.trees_consumed - start_trees,
-                      batch_ids=[b.batch_id for b in batches], dropped=dict(reader.dropped_rows),
-                      consumed={str(p): o for p, o in reader.consumed.items()},
-                      **{kk: ({str(a): c for a, c in v.items()} if isinstance(v, dict) else v) for kk, v in info.items()})
-            if steps % args.steps_per_version == 0 and not (args.versions and published >= args.versions):
-                version += 1
-                name = f"{args.model_prefix}{version}"
-                path = os.path.join(ckpt_dir, name)
-                os.makedirs(path, exist_ok=True)
-                torch.save(model.state_dict(), os.path.join(path, "model.pt"))
-                publish_version(args.brokers, t_versions, version, name, adapter=name if args.adapter else "",
-                                checkpoint_uri=path, trainer_id=args.trainer_id, producer_config=kconf)
-                published += 1
-                last_version, trained_last = version, False
-                log.event("version", f"published {version} as {name} ({path})", version=version, model=name,
-                          checkpoint_uri=path, step=steps)
-            progress.publish_reader(version, reader)
-            last_report = time.monotonic()
+            self.log_step(batches, trees, info)
+            if self.steps % self.args.steps_per_version == 0 and not (self.args.versions and self.version >= self.args.versions):
+                self.new_version()
+            self.progress.publish_reader(self.version, self.reader)
+        return 0
+
+    def log_step(self, batches: list[Batch], trees: int, info: dict[str, Any]) -> None:
+        rows = []
+        for b in batches:
+            rb = b.record_batch
+            rows += [[t, v] for t, v in zip(rb.column("tree_id").to_pylist(), rb.column("policy_version").to_pylist())]
+        self.log.event("step", f"{self.steps} at version {self.version}: {info['rows']} rows of versions "
+                       f"{sorted(info['row_versions'])}, staleness {info['staleness']}, loss {info['loss']:.4g}, "
+                       f"grad norm {info['grad_norm']:.3g}, reward {info['reward_mean']:.3f}, dropped {self.reader.dropped_rows}",
+                       step=self.steps, version=self.version, trees=trees, rows_trained=rows,
+                       batch_ids=[b.batch_id for b in batches], dropped=dict(self.reader.dropped_rows),
+                       consumed={str(p): o for p, o in self.reader.consumed.items()},
+                       **{kk: ({str(a): c for a, c in v.items()} if isinstance(v, dict) else v) for kk, v in info.items()})
+
+    def close(self, code: int) -> None:
+        self.progress.stop_heartbeat()
+        self.reader.close()
+        r = self.reader
+        self.log.event("done", f"{self.steps} steps, at version {self.version}, staleness of trained rows "
+                       f"{dict(sorted(r.staleness_rows.items()))}, dropped {r.dropped_rows}",
+                       steps=self.steps, version=self.version,
+                       staleness_rows={str(s): n for s, n in r.staleness_rows.items()}, dropped=dict(r.dropped_rows), code=code)
+        self.log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, kconf = parse_args(argv)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    tr = Trainer(args, kconf)
+    code = 0
+    try:
+        code = tr.run()
     except TimeoutError as e:
-        log.event("error", str(e), version=version, step=steps)
+        tr.log.event("error", str(e), version=tr.version, step=tr.steps)
         code = 1
     finally:
-        reader.close()
-    log.event("done", f"{steps} steps, {published} versions, at version {version}, staleness of trained rows "
-              f"{dict(sorted(reader.staleness_rows.items()))}, dropped {reader.dropped_rows}",
-              steps=steps, versions=published, version=version,
-              staleness_rows={str(s): n for s, n in reader.staleness_rows.items()}, dropped=dict(reader.dropped_rows),
-              code=code)
-    log.close()
+        tr.close(code)
     return code
 
 

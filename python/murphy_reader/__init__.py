@@ -30,7 +30,7 @@ def __getattr__(name: str):
         from .kafka import KafkaBatchReader
 
         return KafkaBatchReader
-    if name in ("ProgressPublisher", "publish_version", "version_record"):
+    if name in ("ProgressPublisher", "publish_version", "version_record", "last_progress"):
         from . import progress
 
         return getattr(progress, name)
@@ -41,6 +41,7 @@ __all__ = [
     "DROP_DUPLICATE",
     "DROP_STALE",
     "ProgressPublisher",
+    "last_progress",
     "publish_version",
     "staleness",
     "version_record",

@@ -71,6 +71,7 @@ class KafkaBatchReader:
             "receive.message.max.bytes": 128 << 20,
         }
         conf.update(consumer_config or {})
+        self._conf = conf
         self._consumer = Consumer(conf)
         self.topic = topic
         self.rank, self.world_size = rank, world_size
@@ -207,6 +208,48 @@ class KafkaBatchReader:
                 out.append(b)
                 last = time.monotonic()
         return out
+
+    def resume(self, consumed: Optional[dict[Any, int]] = None, *, look_back: int = 16, timeout: float = 30.0) -> dict[int, int]:
+        """Restore what a restarted rank had consumed: consumed (its last
+        progress record's, ProgressPublisher.resume) and, past it, the
+        credited ranges of the last batches its consumer group committed on
+        each of its partitions (a step committed but not yet reported when
+        the trainer stopped). Reads at most look_back batches back per
+        partition. Returns the consumed positions, as the reader now
+        reports them."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        for p, off in (consumed or {}).items():
+            if int(off) > self.consumed.get(int(p), 0):
+                self.consumed[int(p)] = int(off)
+        committed = self._consumer.committed([TopicPartition(self.topic, p) for p in self.partitions], timeout=timeout)
+        conf = dict(self._conf, **{"group.id": f"{self._conf['group.id']}-resume", "enable.auto.commit": False})
+        peek = Consumer(conf)
+        try:
+            for tp in committed:
+                if tp.offset is None or tp.offset <= 0:
+                    continue
+                first = max(0, tp.offset - look_back)
+                peek.assign([TopicPartition(self.topic, tp.partition, first)])
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline:
+                    msg = peek.poll(0.5)
+                    if msg is None or msg.error():
+                        continue
+                    if msg.offset() >= tp.offset:
+                        break
+                    headers = {k: (v.decode() if v is not None else "") for k, v in (msg.headers() or [])}
+                    try:
+                        part, last = int(headers["source_partition"]), int(headers["last_offset"])
+                    except (KeyError, ValueError):
+                        continue
+                    if last + 1 > self.consumed.get(part, 0):
+                        self.consumed[part] = last + 1
+                    if msg.offset() + 1 >= tp.offset:
+                        break
+        finally:
+            peek.close()
+        return dict(self.consumed)
 
     def commit(self) -> None:
         """Commit (synchronously) the offsets of every batch polled so far."""

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
+import time
+import uuid
 from typing import Any, Mapping, Optional
 
 # The record schema version this module writes (topics.SchemaVersion).
@@ -39,6 +42,46 @@ def _send(p: Any, topic: str, key: str, value: dict[str, Any], timeout: float) -
         raise TimeoutError(f"{topic}: record {key} not acknowledged in {timeout}s")
     if err:
         raise RuntimeError(f"{topic}: record {key} not written: {err[0]}")
+
+
+def last_progress(brokers: str, topic: str, trainer_id: str, rank: int = 0, *,
+                  consumer_config: Optional[dict[str, Any]] = None, timeout: float = 30.0) -> Optional[dict[str, Any]]:
+    """The last progress record of trainer_id/rank on the compacted
+    trainer-progress topic, read from its start outside any consumer group
+    (None when it has none)."""
+    from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
+
+    conf = {"bootstrap.servers": brokers, "group.id": f"progress-resume-{uuid.uuid4()}",
+            "enable.auto.commit": False, "enable.partition.eof": True}
+    conf.update(consumer_config or {})
+    c = Consumer(conf)
+    key = f"{trainer_id}/{rank}".encode()
+    last = None
+    try:
+        md = c.list_topics(topic, timeout=timeout).topics.get(topic)
+        if md is None or md.error is not None:
+            return None
+        parts = list(md.partitions)
+        ends = {}
+        for p in parts:
+            _, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            ends[p] = hi
+        todo = {p for p, hi in ends.items() if hi > 0}
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = time.monotonic() + timeout
+        while todo and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            if msg.key() == key and msg.value():
+                last = json.loads(msg.value())
+            if msg.offset() + 1 >= ends[msg.partition()]:
+                todo.discard(msg.partition())
+        if todo:
+            raise TimeoutError(f"{topic}: not read to its end in {timeout}s")
+    finally:
+        c.close()
+    return last
 
 
 def staleness_counts(staleness_rows: Mapping[int, int]) -> dict[str, int]:
@@ -98,6 +141,10 @@ class ProgressPublisher:
         self._timeout = timeout
         self._p = _producer(brokers, producer_config)
         self.published = 0
+        self.heartbeats = 0
+        self._lock = threading.Lock()
+        self._last: Optional[dict[str, Any]] = None
+        self._heartbeat: Optional[tuple[threading.Event, threading.Thread]] = None
         # consumed positions when the current version's training began
         self._version: Optional[int] = None
         self._version_start: dict[int, int] = {}
@@ -131,9 +178,57 @@ class ProgressPublisher:
 
     def publish(self, policy_version: int, consumed: dict[int, int], **kw: Any) -> dict[str, Any]:
         rec = self.record(policy_version, consumed, **kw)
-        _send(self._p, self.topic, f"{self.trainer_id}/{self.rank}", rec, self._timeout)
-        self.published += 1
+        with self._lock:
+            _send(self._p, self.topic, f"{self.trainer_id}/{self.rank}", rec, self._timeout)
+            self.published += 1
+            self._last = rec
         return rec
+
+    def resume(self, brokers: str, *, consumer_config: Optional[dict[str, Any]] = None,
+               timeout: float = 30.0) -> Optional[dict[str, Any]]:
+        """A restarted trainer's progress: this rank's last record on the
+        compacted topic (None when there is none). Its version_start is kept
+        for the version it names, so that a restart partway through a
+        version does not move the version's start (the bound would then
+        count that version's trees from later: too few)."""
+        rec = last_progress(brokers, self.topic, self.trainer_id, self.rank, consumer_config=consumer_config, timeout=timeout)
+        if rec is not None:
+            self._version = int(rec.get("policy_version", 0))
+            self._version_start = {int(p): int(o) for p, o in (rec.get("version_start") or {}).items()}
+        return rec
+
+    def start_heartbeat(self, interval: float) -> None:
+        """Publish the last record again, with a fresh updated_at, every
+        interval seconds from a background thread, so that a training step
+        or a checkpoint longer than generate's progress_ttl does not lift
+        the bound. Use an interval well under progress_ttl."""
+        if self._heartbeat is not None:
+            return
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(interval):
+                with self._lock:
+                    last = self._last
+                if last is None:
+                    continue
+                rec = dict(last, updated_at=_now())
+                try:
+                    with self._lock:
+                        _send(self._p, self.topic, f"{self.trainer_id}/{self.rank}", rec, self._timeout)
+                        self.heartbeats += 1
+                except Exception:  # noqa: BLE001 - a missed beat is retried at the next one
+                    pass
+
+        self._heartbeat = (stop, threading.Thread(target=beat, name="progress-heartbeat", daemon=True))
+        self._heartbeat[1].start()
+
+    def stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            stop, th = self._heartbeat
+            stop.set()
+            th.join()
+            self._heartbeat = None
 
     def publish_reader(self, policy_version: int, reader: Any) -> dict[str, Any]:
         """Publish what a KafkaBatchReader consumed (after reader.commit())."""

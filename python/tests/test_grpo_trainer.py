@@ -59,3 +59,26 @@ def test_step_without_loss_tokens_leaves_the_model():
 def test_cli_rejects_bad_step_sizes():
     with pytest.raises(SystemExit):
         main(["--brokers", "x:1", "--trees-per-step", "0"])
+
+
+def test_checkpoint_is_a_peft_lora_adapter(tmp_path):
+    pytest.importorskip("peft")
+    import json
+
+    from safetensors import safe_open
+    from grpo_trainer import lora_model, save_checkpoint
+
+    torch.manual_seed(0)
+    m = lora_model(TinyCausalLM(VOCAB, d_model=16, n_layers=1, n_heads=2, max_len=64), rank=4)
+    trainable = [n for n, p in m.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)  # only the adapter trains
+    save_checkpoint(m, str(tmp_path / "v1"))
+    cfg = json.loads((tmp_path / "v1" / "adapter_config.json").read_text())
+    assert cfg["peft_type"] == "LORA" and cfg["r"] == 4 and sorted(cfg["target_modules"]) == ["linear1", "linear2"]
+    with safe_open(str(tmp_path / "v1" / "adapter_model.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    assert any("lora_A" in k for k in keys) and sum("lora_A" in k for k in keys) == sum("lora_B" in k for k in keys)
+    # The trainer's own state restores the weights after a restart.
+    m2 = lora_model(TinyCausalLM(VOCAB, d_model=16, n_layers=1, n_heads=2, max_len=64), rank=4)
+    m2.load_state_dict(torch.load(str(tmp_path / "v1" / "trainer_state.pt")))
+    assert all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), m2.state_dict().values()))

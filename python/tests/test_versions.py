@@ -114,6 +114,7 @@ def test_progress_reports_rows_trained_by_staleness(monkeypatch):
     pub = object.__new__(ProgressPublisher)
     pub.topic, pub.trainer_id, pub.rank, pub.group_id, pub.max_staleness, pub.trees_per_version = "tp", "a", 1, "g", 2, 4
     pub._version, pub._version_start, pub._p, pub._timeout, pub.published = None, {}, None, 1.0, 0
+    pub._lock, pub._last = __import__("threading").Lock(), None
     r = _reader(lambda: 4, 2)
     b = make_batch(5)
     r._decode(_Msg(b), _headers(b))
@@ -237,3 +238,33 @@ def test_publish_version(topics):
     recs = read_all(topics["policy-versions"])
     assert [k for k, _ in recs] == ["1", "2"]
     assert recs[1][1]["model"] == "run-v2" and recs[1][1]["schema_version"] == 2
+
+
+@broker
+def test_progress_resumes_from_the_last_record_and_keeps_its_heartbeat():
+    import time
+
+    from murphy_reader.progress import last_progress
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"t-{uuid.uuid4().hex[:8]}.trainer-progress"
+    admin = AdminClient({"bootstrap.servers": BROKERS})
+    admin.create_topics([NewTopic(topic, 2, 1, config={"cleanup.policy": "compact"})])[topic].result()
+    first = ProgressPublisher(BROKERS, topic, "tr", max_staleness=1, trees_per_version=4)
+    first.publish(2, {0: 3})  # version 2 begins at 3
+    rec = first.publish(2, {0: 5})
+    assert rec["version_start"] == {"0": 3}
+    # A restarted trainer: its version's start is the one it had, not where
+    # it stands now (that would undercount the version's trees).
+    again = ProgressPublisher(BROKERS, topic, "tr", max_staleness=1, trees_per_version=4)
+    resumed = again.resume(BROKERS)
+    assert resumed["consumed"] == {"0": 5} and resumed["policy_version"] == 2
+    assert again.record(2, {0: 6})["version_start"] == {"0": 3}
+    # A long step: the heartbeat republishes the last record, fresh.
+    again.publish(2, {0: 6})
+    again.start_heartbeat(0.2)
+    time.sleep(1.0)
+    again.stop_heartbeat()
+    last = last_progress(BROKERS, topic, "tr")
+    assert again.heartbeats >= 2 and last["consumed"] == {"0": 6} and last["updated_at"] > rec["updated_at"]
+    assert last_progress(BROKERS, topic, "nobody") is None
