@@ -91,8 +91,10 @@ type deployment struct {
 	logs    string
 	mu      sync.Mutex
 	procs   map[string]*proc
-	// extra holds more flags per stage name (after the defaults: they win).
-	extra map[string][]string
+	// extra holds more flags per stage name (after the defaults: they win),
+	// replicaExtra per replica ("generate#2"), after those.
+	extra        map[string][]string
+	replicaExtra map[string][]string
 }
 
 // proc is one running stage process; done closes when it has exited.
@@ -128,7 +130,7 @@ func (d *deployment) args(replica string) []string {
 	case "emit":
 		a = append(a, "--emit.dir", d.out, "--emit.file_max_age", "2s")
 	}
-	return append(a, d.extra[name]...)
+	return append(append(a, d.extra[name]...), d.replicaExtra[replica]...)
 }
 
 func (d *deployment) start(replica string) {
