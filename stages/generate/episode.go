@@ -276,11 +276,15 @@ func (s *Stage) generateEpisodes(ctx context.Context, p *topics.Prompt, task *to
 	start := time.Now()
 	now := s.now().UTC()
 	out := make([]*topics.Candidate, len(ids))
+	// Episodes follow versions as single responses do: on the model of
+	// p's version (its tree's, or the one it was admitted at).
+	pol, err := s.versionedPolicy(p)
+	if err != nil {
+		return nil, fmt.Errorf("generate: policy for version %d: %w", p.PolicyVersion, err)
+	}
 	for i, id := range ids {
 		out[i] = s.newCandidate(p, id, i, now)
-		// Episodes run on the configured model whatever version is served:
-		// their candidates say so.
-		out[i].Policy, out[i].PolicyVersion = s.pol.Name(), s.pol.Version()
+		out[i].Policy = pol.Name()
 	}
 	failAll := func(cause string, err error) []*topics.Candidate {
 		for _, c := range out {
@@ -315,7 +319,7 @@ launch:
 		wg.Add(1)
 		go func() {
 			defer func() { <-s.ep.sem; wg.Done() }()
-			s.runEpisode(ctx, p, task, tree.Dir(), c)
+			s.runEpisode(ctx, pol, p, task, tree.Dir(), c)
 		}()
 	}
 	wg.Wait()
@@ -328,14 +332,14 @@ launch:
 
 // runEpisode runs candidate c's episode over the snapshot at root and
 // fills c.
-func (s *Stage) runEpisode(ctx context.Context, p *topics.Prompt, task *topics.Task, root string, c *topics.Candidate) {
+func (s *Stage) runEpisode(ctx context.Context, pol policy.Policy, p *topics.Prompt, task *topics.Task, root string, c *topics.Candidate) {
 	start := time.Now()
 	fail := func(cause string, err error) {
 		c.EpisodeEnd = episode.EndError
 		markInfra(c, cause, err)
 		s.ep.m.Ends.WithLabelValues(episode.EndError).Inc()
 	}
-	agent, err := s.agentFor(task, p, c.NodeID)
+	agent, err := s.agentFor(pol, task, p, c.NodeID)
 	if err != nil {
 		fail(topics.InfraInference, fmt.Errorf("episode agent: %w", err))
 		return
@@ -386,16 +390,22 @@ func (s *Stage) runEpisode(ctx context.Context, p *topics.Prompt, task *topics.T
 	}
 }
 
-// agentFor is the agent of node nodeID's episode: the simulated agent for
-// the simulated policy, the OpenAI agent on the policy's client otherwise.
-func (s *Stage) agentFor(task *topics.Task, p *topics.Prompt, nodeID string) (episode.Agent, error) {
-	switch pol := s.pol.(type) {
+// agentFor is the agent of node nodeID's episode on policy pol (the model
+// of the prompt's version): the simulated agent for the simulated policy,
+// the OpenAI agent on the policy's client naming the version's model
+// otherwise.
+func (s *Stage) agentFor(pol policy.Policy, task *topics.Task, p *topics.Prompt, nodeID string) (episode.Agent, error) {
+	switch pol := pol.(type) {
 	case *policy.Simulated:
 		return episode.NewSimulatedAgent(s.ep.cfg.Simulated, task, p, nodeID)
 	case *policy.OpenAI:
 		return episode.OpenAIAgentFor(pol, nodeID)
 	}
-	return nil, fmt.Errorf("generate: no episode agent for policy %s", s.pol.Name())
+	if sim, ok := s.pol.(*policy.Simulated); ok && sim != nil {
+		// A version's policy of a stage on the simulated policy.
+		return episode.NewSimulatedAgent(s.ep.cfg.Simulated, task, p, nodeID)
+	}
+	return nil, fmt.Errorf("generate: no episode agent for policy %s", pol.Name())
 }
 
 // sandboxFailure is a build the sandbox could not run: an infrastructure

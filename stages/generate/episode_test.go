@@ -429,3 +429,24 @@ func TestEpisodePrompt(t *testing.T) {
 		t.Fatalf("refinement episode prompt:\n%s", got)
 	}
 }
+
+// TestEpisodesFollowVersions: agent episodes are generated at the version
+// a root prompt is admitted at, as single responses are (they used to stay
+// on the configured version, and under the bound their rows were dropped
+// as stale).
+func TestEpisodesFollowVersions(t *testing.T) {
+	cache := snapshotCache(t)
+	task := compileFixTask(t, episodeTaskID)
+	ok := &fakeBuilder{build: func(job *sandbox.BuildJob) (*sandbox.BuildResult, error) {
+		return &sandbox.BuildResult{Commands: make([]sandbox.CommandResult, len(job.Commands))}, nil
+	}}
+	s := episodeStage(t, &Episodes{Cache: cache, Builder: ok}, []topics.Task{task}, func(c *Config) { c.Versions.Follow = true })
+	if err := s.ObserveVersion(context.Background(), &topics.PolicyVersion{SchemaVersion: topics.SchemaVersion, Version: 3, Model: "run-v3"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range generateGroup(t, s, task, 2) {
+		if c.PolicyVersion != 3 || c.EpisodeEnd == "" {
+			t.Fatalf("episode %d: version %d, end %q: want version 3", i, c.PolicyVersion, c.EpisodeEnd)
+		}
+	}
+}

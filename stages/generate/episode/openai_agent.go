@@ -36,6 +36,9 @@ type OpenAIAgentConfig struct {
 	ParallelToolCalls *bool
 	// Extra fields merged into every request body (top_k, min_p...).
 	Extra map[string]any
+	// Model, when set, is the model every turn names (a policy version's
+	// model; empty: the client's).
+	Model string
 }
 
 // OpenAIAgent is the model of an episode served by an OpenAI-compatible
@@ -68,12 +71,18 @@ func NewOpenAIAgent(client *openai.Client, cfg OpenAIAgentConfig) (*OpenAIAgent,
 }
 
 // Name implements Agent.
-func (a *OpenAIAgent) Name() string { return "openai:" + a.client.Config().Model }
+func (a *OpenAIAgent) Name() string {
+	if a.cfg.Model != "" {
+		return "openai:" + a.cfg.Model
+	}
+	return "openai:" + a.client.Config().Model
+}
 
 // Next implements Agent with one chat request.
 func (a *OpenAIAgent) Next(ctx context.Context, conv []Message, maxTokens int) (*Turn, error) {
 	s := openai.Sampling{
-		N: 1, Temperature: a.cfg.Temperature, TopP: a.cfg.TopP, MaxTokens: a.cfg.MaxTokens,
+		Model: a.cfg.Model,
+		N:     1, Temperature: a.cfg.Temperature, TopP: a.cfg.TopP, MaxTokens: a.cfg.MaxTokens,
 		Stop: a.cfg.Stop, Logprobs: a.cfg.Logprobs, Extra: a.cfg.Extra,
 	}
 	if maxTokens > 0 && (s.MaxTokens <= 0 || maxTokens < s.MaxTokens) {
@@ -155,6 +164,6 @@ func OpenAIAgentFor(p *policy.OpenAI, nodeID string) (*OpenAIAgent, error) {
 	c := p.Config()
 	return NewOpenAIAgent(p.Client(), OpenAIAgentConfig{
 		Temperature: c.Temperature, TopP: c.TopP, MaxTokens: c.MaxTokens, Stop: c.Stop,
-		Seed: p.EpisodeSeed(nodeID), Logprobs: c.Logprobs,
+		Seed: p.EpisodeSeed(nodeID), Logprobs: c.Logprobs, Model: c.Client.Model,
 	})
 }
