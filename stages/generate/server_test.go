@@ -2,6 +2,8 @@ package generate
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -127,3 +129,53 @@ func TestOpenAIPolicyOutageMidRun(t *testing.T) {
 }
 
 func validFinish(r string) bool { return r == "stop" || r == "length" }
+
+// TestVersionsOnRealServer runs the vllm load hook against llama.cpp's
+// server (llama-cpp-python), as far as its API goes: it has no runtime
+// adapters, so a version whose model the server lists already (its model
+// alias) is served without a load call, and one it does not list is
+// refused by the server (404 on /v1/load_lora_adapter): that version is
+// not served, the previous one stays, and generation goes on with it.
+func TestVersionsOnRealServer(t *testing.T) {
+	srv := openaitest.StartLlama(t)
+	cfg := DefaultConfig()
+	cfg.InstanceID = "test"
+	cfg.Policy.Kind = PolicyOpenAI
+	oc := &cfg.Policy.OpenAI
+	oc.API, oc.MaxTokens, oc.Seed, oc.TokenizeFallback = "completions", 4, 3, true
+	oc.Client.BaseURL, oc.Client.Model, oc.Client.TokenizePath = srv.BaseURL, srv.Model, srv.TokenizePath
+	oc.Client.Timeout = 20 * time.Second
+	cfg.Versions.Follow = true
+	cfg.Versions.Load.Preset = LoadVLLM
+	cfg.Versions.Load.Attempts, cfg.Versions.Load.Backoff = 1, time.Millisecond
+	s, err := NewStage(cfg, nil, testCatalog(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	listed := &topics.PolicyVersion{SchemaVersion: topics.SchemaVersion, Version: 1, Model: srv.Model, CheckpointURI: dir}
+	if err := s.ObserveVersion(ctx, listed); err != nil {
+		t.Fatalf("a version the server lists: %v", err)
+	}
+	unknown := &topics.PolicyVersion{SchemaVersion: topics.SchemaVersion, Version: 2, Model: srv.Model + "-v2", CheckpointURI: dir}
+	err = s.ObserveVersion(ctx, unknown)
+	var le *LoadError
+	if !errors.As(err, &le) || le.Status != http.StatusNotFound || le.Version != 2 {
+		t.Fatalf("a version the server cannot load: %v", err)
+	}
+	if v := s.servedVersion(); v != 1 {
+		t.Fatalf("serving version %d, want 1", v)
+	}
+	rec, _ := rootRecord(t, testCatalog(), testTasks()[0], 2, 0)
+	outs, err := s.HandlePrompt(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range decodeOuts(t, outs) {
+		if c.InfraCause != "" || c.PolicyVersion != 1 || c.Policy != "openai:"+srv.Model {
+			t.Fatalf("candidate: %s %s, version %d, policy %s", c.InfraCause, c.InfraError, c.PolicyVersion, c.Policy)
+		}
+	}
+}
