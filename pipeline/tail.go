@@ -33,25 +33,7 @@ func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, er
 			r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, Dialer: cfg.Dialer(), Topic: topic, Partition: p,
 				MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 100 * time.Millisecond})
 			defer r.Close()
-			for {
-				m, err := r.FetchMessage(ctx)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(200 * time.Millisecond):
-					}
-					continue
-				}
-				select {
-				case out <- fromKafka(m):
-				case <-ctx.Done():
-					return
-				}
-			}
+			deliver(ctx, r, out)
 		}(p.ID)
 	}
 	go func() {
@@ -77,27 +59,33 @@ func TailPartition(ctx context.Context, cfg KafkaConfig, topic string, partition
 			slog.Warn("tail: cannot set offset", "topic", topic, "partition", partition, "offset", offset, "err", err)
 			return
 		}
-		for {
-			m, err := r.FetchMessage(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
-			}
-			select {
-			case out <- fromKafka(m):
-			case <-ctx.Done():
-				return
-			}
-		}
+		deliver(ctx, r, out)
 	}()
 	return out
+}
+
+// deliver sends r's records to out in order until ctx ends, retrying
+// while the partition cannot be read.
+func deliver(ctx context.Context, r *kafka.Reader, out chan<- Record) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		select {
+		case out <- fromKafka(m):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Follow reads every record of topic from its start, outside any consumer

@@ -581,18 +581,25 @@ func (w *boundWorld) consume() {
 	if tr.consumed[p] >= int64(len(w.credited[p])) {
 		return
 	}
+	if tr.consumeOne(p) && !(w.gone && tr == w.trainers[0]) {
+		w.publish(tr) // a trainer reports as soon as it publishes a version
+	}
+}
+
+// consumeOne consumes the next tree of partition p and reports whether the
+// trainer moved to its next version (k trees since its version began).
+func (tr *boundTrainer) consumeOne(p int) bool {
 	tr.consumed[p]++
 	var since int64
 	for i := range worldPartitions {
 		since += tr.consumed[i] - tr.start[i]
 	}
-	if since >= int64(tr.k) {
-		tr.version++
-		copy(tr.start, tr.consumed)
-		if !(w.gone && tr == w.trainers[0]) {
-			w.publish(tr) // a trainer reports as soon as it publishes a version
-		}
+	if since < int64(tr.k) {
+		return false
 	}
+	tr.version++
+	copy(tr.start, tr.consumed)
+	return true
 }
 
 func (w *boundWorld) restartReplica(r *boundReplica) {
@@ -681,15 +688,7 @@ func (w *boundWorld) drain() {
 		for _, tr := range w.trainers {
 			for p := range worldPartitions {
 				for tr.consumed[p] < int64(len(w.credited[p])) {
-					tr.consumed[p]++
-					var since int64
-					for i := range worldPartitions {
-						since += tr.consumed[i] - tr.start[i]
-					}
-					if since >= int64(tr.k) {
-						tr.version++
-						copy(tr.start, tr.consumed)
-					}
+					tr.consumeOne(p)
 				}
 			}
 		}
