@@ -106,6 +106,16 @@ func TestBoundStateMachine(t *testing.T) {
 	if len(b.standings()) != 1 {
 		t.Fatalf("stale trainer b still bounds: %+v", b.standings())
 	}
+	// Trainer b reports again: it binds again at once.
+	b.setProgress(&topics.TrainerProgress{TrainerID: "b", MaxStaleness: intp(0), TreesPerVersion: 1,
+		Consumed: map[string]int64{"0": 1, "1": 1}, UpdatedAt: now})
+	if len(b.standings()) != 2 || log.admitNow(b, "t5", 1) {
+		t.Fatalf("trainer b back: %+v", b.standings())
+	}
+	now = now.Add(2 * time.Minute)
+	p0.UpdatedAt, p1.UpdatedAt = now, now
+	b.setProgress(p0)
+	b.setProgress(p1)
 	// An unbounded trainer never holds back.
 	b.setProgress(&topics.TrainerProgress{TrainerID: "c", UpdatedAt: now})
 	if len(b.standings()) != 1 {
