@@ -39,6 +39,10 @@ type PoolConfig struct {
 	HealthBackoffInitial time.Duration `yaml:"health_backoff_initial"`
 	// HealthBackoffMax caps the wait between health checks.
 	HealthBackoffMax time.Duration `yaml:"health_backoff_max"`
+	// Affinity sends a request to its key's server while that has room
+	// (a tree's requests share the server's prefix cache); off, every
+	// request goes to the server with the most room.
+	Affinity bool `yaml:"affinity"`
 }
 
 // DefaultPoolConfig has no servers (the pool is off).
@@ -50,6 +54,7 @@ func DefaultPoolConfig() PoolConfig {
 		HealthPath:           "/models",
 		HealthBackoffInitial: 500 * time.Millisecond,
 		HealthBackoffMax:     30 * time.Second,
+		Affinity:             true,
 	}
 }
 

@@ -61,6 +61,9 @@ func (p *Pool) sample(ctx context.Context, s Sampling, op func(context.Context, 
 	}
 	n := max(s.N, 1)
 	key := Affinity(ctx)
+	if !p.pc.Affinity {
+		key = ""
+	}
 	out := &Result{}
 	tried := map[*poolServer]bool{}
 	var delays *backoff.ExponentialBackOff

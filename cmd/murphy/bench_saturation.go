@@ -65,11 +65,14 @@ pipeline samples/s over the servers' summed direct throughput.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&sc.Servers, "servers", sc.Servers, "fake inference servers")
-	f.IntVar(&sc.MaxSeqs, "max-seqs", sc.MaxSeqs, "sequences each server decodes at once")
 	f.IntVar(&sc.Tokens, "tokens", sc.Tokens, "tokens of every response")
-	f.Float64Var(&sc.TokenRate, "token-rate", sc.TokenRate, "tokens/s of each sequence")
-	f.IntVar(&sc.TreesPerTask, "saturation-trees-per-task", sc.TreesPerTask, "trees per task of the pipeline run")
-	f.DurationVar(&sc.Baseline, "baseline", sc.Baseline, "how long each server is driven directly")
+	f.DurationVar(&sc.Engine.Step, "step", sc.Engine.Step, "each server's decode step, without the batch")
+	f.DurationVar(&sc.Engine.PerSeq, "step-per-seq", sc.Engine.PerSeq, "what each sequence in the batch adds to a step")
+	f.DurationVar(&sc.Engine.PrefillPerToken, "prefill-per-token", sc.Engine.PrefillPerToken, "prefill time per prompt token not in the prefix cache")
+	f.IntVar(&sc.Engine.KVTokens, "kv-tokens", sc.Engine.KVTokens, "each server's KV cache, in tokens (a sequence holds its prompt and response)")
+	f.IntVar(&sc.Engine.PrefixCacheTokens, "prefix-cache-tokens", sc.Engine.PrefixCacheTokens, "each server's prefix cache, in tokens")
+	f.IntVar(&sc.TreesPerTask, "saturation-trees-per-task", sc.TreesPerTask, "trees per task of each pipeline run")
+	f.DurationVar(&sc.Level, "level", sc.Level, "how long each concurrency of the direct sweep is measured")
 	f.IntVar(&sc.Concurrency, "concurrency", sc.Concurrency, "generate's concurrency (an upper bound: the slots follow the pool's capacity)")
 	return cmd
 }

@@ -30,6 +30,7 @@ var fieldDocs = map[string]string{
 	"github.com/murphy-rl/murphy/openai.LimitConfig.ProbeInterval":                            "ProbeInterval is how often the no-load latency is measured again (0 = never).",
 	"github.com/murphy-rl/murphy/openai.LimitConfig.Smoothing":                                "Smoothing is the share of the way the limit moves to its target per window, in (0, 1].",
 	"github.com/murphy-rl/murphy/openai.LimitConfig.Tolerance":                                "Tolerance is the latency increase over the no-load latency taken as noise rather than queueing (1.1: 10%).",
+	"github.com/murphy-rl/murphy/openai.PoolConfig.Affinity":                                  "Affinity sends a request to its key's server while that has room (a tree's requests share the server's prefix cache); off, every request goes to the server with the most room.",
 	"github.com/murphy-rl/murphy/openai.PoolConfig.HealthBackoffInitial":                      "HealthBackoffInitial is the wait before the first health check of an unhealthy server; it doubles per failed check up to HealthBackoffMax.",
 	"github.com/murphy-rl/murphy/openai.PoolConfig.HealthBackoffMax":                          "HealthBackoffMax caps the wait between health checks.",
 	"github.com/murphy-rl/murphy/openai.PoolConfig.HealthPath":                                "HealthPath is the endpoint, relative to a server's API root, that health checks GET (2xx = healthy); empty: no check, the server is tried again with one request after the backoff.",

@@ -22,6 +22,7 @@
 package fakeserver
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,10 @@ type Config struct {
 	// Tokenize, when set, gives the token ids of the answers and prompts
 	// (default: 1..n for an answer, 1000.. per word for a prompt).
 	Tokenize func(text string) []int
+	// Engine, when its Step is set, decodes in continuous batches whose
+	// step time grows with the batch, within a KV cache, with a prefix
+	// cache (engine.go); MaxSeqs and TokenRate are then not used.
+	Engine Engine
 }
 
 // Stats are a server's counts since it started (kept across restarts).
@@ -91,6 +96,9 @@ type Stats struct {
 	// Aborted counts samples aborted by pause_generation; Straddled those
 	// answered by other weights than they started with (Weights).
 	Aborted, Straddled int
+	// PrefixLookups counts sequences admitted by the engine, PrefixHits
+	// those whose first message was in its prefix cache.
+	PrefixLookups, PrefixHits int
 }
 
 // Server is a running fake server.
@@ -111,18 +119,26 @@ type Server struct {
 	weights  string
 	paused   chan struct{}
 	abort    chan struct{}
+	// eng is the engine's state (Config.Engine); stop ends its loop.
+	eng  engineState
+	stop chan struct{}
 }
 
 // Start starts a server on a free loopback port.
 func Start(cfg Config) (*Server, error) {
-	if cfg.MaxSeqs < 1 || cfg.TokenRate <= 0 || cfg.Tokens < 1 {
-		return nil, fmt.Errorf("fakeserver: need max_seqs >= 1, token_rate > 0, tokens >= 1, got %+v", cfg)
+	engine := cfg.Engine.Step > 0
+	if !engine && (cfg.MaxSeqs < 1 || cfg.TokenRate <= 0) || cfg.Tokens < 1 || engine && cfg.Engine.KVTokens < 1 {
+		return nil, fmt.Errorf("fakeserver: need max_seqs >= 1 and token_rate > 0 (or an engine with kv_tokens >= 1), tokens >= 1, got %+v", cfg)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "fake"
 	}
 	s := &Server{cfg: cfg, stats: Stats{Prompts: map[string]int{}, Models: map[string]int{}, Unknown: map[string]int{}},
-		adapters: map[string]string{}, abort: make(chan struct{})}
+		adapters: map[string]string{}, abort: make(chan struct{}), stop: make(chan struct{}),
+		eng: engineState{wake: make(chan struct{}, 1), cache: map[string]*list.Element{}, lru: list.New()}}
+	if engine {
+		go s.engineLoop(s.stop)
+	}
 	if err := s.listen("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
@@ -168,6 +184,9 @@ func (s *Server) Config() Config { return s.cfg }
 // MaxThroughput is the server's greatest throughput in sequences per
 // second for responses of tokens tokens (its own Tokens when 0).
 func (s *Server) MaxThroughput(tokens int) float64 {
+	if s.cfg.Engine.Step > 0 {
+		return 0 // not known in advance: measure it
+	}
 	if tokens <= 0 || tokens > s.cfg.Tokens {
 		tokens = s.cfg.Tokens
 	}
@@ -217,7 +236,16 @@ func (s *Server) Crash() {
 }
 
 // Close stops the server for good.
-func (s *Server) Close() { s.Stop() }
+func (s *Server) Close() {
+	s.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+}
 
 // SetFailing makes every request (health checks included) answer HTTP 500
 // while on.
@@ -232,7 +260,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	st.Active, st.Queued = s.active, len(s.queue)
+	st.Active, st.Queued = s.active, len(s.queue)+len(s.eng.waiting)
 	st.Prompts, st.Models, st.Unknown = maps.Clone(s.stats.Prompts), maps.Clone(s.stats.Models), maps.Clone(s.stats.Unknown)
 	st.Loads, st.Unloads = slices.Clone(s.stats.Loads), slices.Clone(s.stats.Unloads)
 	st.Loaded = slices.Sorted(maps.Keys(s.adapters))
@@ -355,7 +383,17 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 	s.mu.Lock()
 	startWeights, abort := s.weights, s.abort
 	s.mu.Unlock()
-	aborted, err := s.decode(ctx, n, tokens, abort)
+	var aborted bool
+	var err error
+	if s.cfg.Engine.Step > 0 {
+		first := ""
+		if chat && len(req.Messages) > 0 {
+			first = req.Messages[0].Content
+		}
+		aborted, err = s.engineSubmit(ctx, n, tokens, first, full, abort)
+	} else {
+		aborted, err = s.decode(ctx, n, tokens, abort)
+	}
 	if err != nil {
 		return // the client went away (or the server was stopped)
 	}
