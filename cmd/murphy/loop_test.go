@@ -305,7 +305,7 @@ func TestClosedLoop(t *testing.T) {
 	d.start("generate#2")
 	waitEvent(t, d, aLog1, aDone, time.Minute, func(e trainerEvent) bool { return e.Event == "step" && e.Version == 1 })
 	_ = aCmd.Process.Kill() // no last report: it resumes from its last progress record
-	<-aDone //nolint:errcheck // killed: its exit status says nothing
+	<-aDone                 //nolint:errcheck // killed: its exit status says nothing
 	_, aDone, aLog2 := loopTrainer(t, ctx, py, d, "trainer-a2", ckptA, "--trainer-id", "a", "--group", d.prefix+"trainer-a",
 		"--trees-per-step", strconv.Itoa(loopTreesPerStep))
 	t.Logf("restarts done after %s", time.Since(start).Round(time.Millisecond))
