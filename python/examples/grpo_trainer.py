@@ -7,13 +7,18 @@ clipped GRPO steps (examples/grpo_step.py) on a tiny CPU causal LM, and:
 - after every step commits its offsets and publishes its TrainerProgress
   (version, η, trees per version, consumed credited positions) on
   "<prefix>trainer-progress", so that generate runs at most η versions ahead;
-- every --steps-per-version steps saves a checkpoint (<checkpoint-dir>/<model>/
-  model.pt) and publishes the next PolicyVersion on "<prefix>policy-versions"
-  with an immutable model name (<model-prefix><version>, e.g. tiny-v3) and
-  the checkpoint directory as checkpoint_uri: generate loads it (its load
-  hook, e.g. vLLM's load_lora_adapter) and sends new trees to that name;
-- stops once it published --versions versions and (--wait-last) trained on
-  rows sampled by the last one: the version change went round the loop.
+- every --steps-per-version steps saves its PEFT LoRA adapter
+  (<checkpoint-dir>/<model>/adapter_config.json + adapter_model.safetensors,
+  and trainer_state.pt to resume from) and publishes the next PolicyVersion
+  on "<prefix>policy-versions" with an immutable model name
+  (<model-prefix><version>, e.g. tiny-v3) and the checkpoint directory as
+  checkpoint_uri: generate loads it (its load hook, e.g. vLLM's
+  load_lora_adapter) and sends new trees to that name;
+- restarted, resumes from its last progress record, its group's committed
+  offsets and its version's checkpoint (--resume), and keeps a heartbeat of
+  progress while a step runs (--heartbeat);
+- stops once at version --versions and (--wait-last) trained on rows
+  sampled by it: the version change went round the loop.
 
 A step gathers batches until they hold --trees-per-step trees (trees dropped
 as stale count: the bound counts positions), and accumulates the gradient of
