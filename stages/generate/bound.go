@@ -41,9 +41,12 @@ type bound struct {
 	// done: trees completed before their grant was read (topics are
 	// read independently), so a late grant does not count them.
 	done map[string]time.Time
-	// landed: trees completed since the last end offsets were read, still
-	// counted (their credited record may not be in those offsets yet).
-	landed map[string]time.Time
+	// landed: trees completed lately, still counted until end offsets
+	// asked landGrace after their completion was read: credit writes a
+	// completion beside its tree, not after the tree's acknowledgement, so
+	// the completion can be read before the tree is in the end offsets.
+	landed    map[string]time.Time
+	landGrace time.Duration
 	// recovering: the trainers' progress, the completions and the
 	// admission log written before this process started are not read yet;
 	// no tree is proposed until they are.
@@ -78,7 +81,7 @@ func newBound(progressTTL, treeTTL time.Duration, now func() time.Time) *bound {
 	return &bound{ttl: progressTTL, treeTTL: treeTTL, now: now,
 		progress: map[string]map[int]*topics.TrainerProgress{}, ends: map[int]int64{},
 		flight: map[string]flightTree{}, done: map[string]time.Time{}, landed: map[string]time.Time{},
-		changed: make(chan struct{})}
+		landGrace: 2 * time.Second, changed: make(chan struct{})}
 }
 
 func (b *bound) signalLocked() {
@@ -103,15 +106,15 @@ func (b *bound) setProgress(p *topics.TrainerProgress) {
 }
 
 // setEnds records the credited topic's high watermarks, read by a request
-// sent at asked: trees completed before then are in them (credit writes a
-// tree's completion behind the tree).
+// sent at asked: trees whose completion was read landGrace before then
+// are in them.
 func (b *bound) setEnds(ends map[int]int64, asked time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ends = ends
 	b.endsKnown = true
 	for tree, at := range b.landed {
-		if !at.After(asked) {
+		if !at.Add(b.landGrace).After(asked) {
 			delete(b.landed, tree)
 		}
 	}

@@ -53,6 +53,7 @@ func bounded(eta, k int, consumed map[string]int64, now time.Time) *topics.Train
 func TestBoundStateMachine(t *testing.T) {
 	now := time.Unix(1000, 0)
 	b := newBound(time.Minute, time.Hour, func() time.Time { return now })
+	b.landGrace = 0 // end offsets here are read after the credited records (TestBoundLandedGrace)
 	log := &testLog{}
 	b.setLogStart(0)
 	if !log.admitNow(b, "free", 0) {
@@ -286,7 +287,7 @@ func TestBoundRecoversFromTheLog(t *testing.T) {
 		b.observe(int64(5+i), a)
 	}
 	b.setRecovering(false)
-	b.setEnds(map[int]int64{0: 1}, now) // "done" is credited
+	b.setEnds(map[int]int64{0: 1}, now.Add(3*time.Second)) // "done" is credited
 	p := bounded(1, 2, map[string]int64{"0": 1}, now)
 	p.VersionStart = map[string]int64{"0": 1}
 	b.setProgress(p)
@@ -676,7 +677,7 @@ func (w *boundWorld) drain() {
 	if w.gone {
 		w.gone = false
 	}
-	for round := 0; ; round++ {
+	for idle := 0; ; {
 		before := len(w.granted)
 		for _, tr := range w.trainers {
 			w.publish(tr)
@@ -713,8 +714,35 @@ func (w *boundWorld) drain() {
 			}
 			return
 		}
-		if len(w.granted) == before && round > 20 {
-			w.fail("stalled: %d of %d trees admitted", len(w.granted), w.trees)
+		if idle++; len(w.granted) > before {
+			idle = 0
 		}
+		if idle > 20 {
+			w.fail("stalled: %d of %d trees admitted, none in 20 rounds", len(w.granted), w.trees)
+		}
+	}
+}
+
+// TestBoundLandedGrace: a tree whose completion was read is still counted
+// by end offsets asked within the grace after it (credit writes the
+// completion beside the tree: it can be read first), not after.
+func TestBoundLandedGrace(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := newBound(time.Minute, time.Hour, func() time.Time { return now })
+	b.setLogStart(0)
+	b.setProgress(bounded(0, 1, map[string]int64{}, now))
+	b.setEnds(map[int]int64{0: 0}, now)
+	log := &testLog{}
+	if !log.admitNow(b, "a", 0) {
+		t.Fatal("first tree held back")
+	}
+	b.completed("a")
+	b.setEnds(map[int]int64{0: 0}, now.Add(time.Second)) // the tree not in them yet
+	if log.admitNow(b, "b", 0) {
+		t.Fatal("a completed tree not yet in the end offsets was not counted")
+	}
+	b.setEnds(map[int]int64{0: 1}, now.Add(3*time.Second))
+	if st := b.standings(); len(st) != 1 || st[0].Backlog != 1 {
+		t.Fatalf("after the grace: %+v, want the tree counted once, as credited", st)
 	}
 }

@@ -105,6 +105,7 @@ func NewStageWithPolicy(cfg Config, pol policy.Policy, lookup TaskLookup, cat to
 	}
 	if cfg.Staleness.Enabled {
 		s.bnd = newBound(cfg.Staleness.ProgressTTL, cfg.TreeTTL, func() time.Time { return s.now() })
+		s.bnd.landGrace = max(2*time.Second, 2*cfg.Staleness.PollInterval)
 		s.alog = newAdmissionLog(s.bnd, s.instance, time.Now())
 	}
 	if cfg.Versions.Follow {

@@ -286,6 +286,7 @@ func TestInFlightRestart(t *testing.T) {
 // the trainer's progress says it consumed.
 func TestBoundWaitReleases(t *testing.T) {
 	s, _ := newVersionedStage(t, func(c *Config) { c.Staleness.Enabled = true; c.MaxTreesInFlight = 0 })
+	s.bnd.landGrace = 0 // the end offsets below are read after the tree's credited record
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.SetCreditedEnds(map[int]int64{0: 0})
