@@ -412,7 +412,8 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 }
 
 // Open opens what cfg names: the workspace store, a snapshot
-// cache and a build sandbox. close releases them.
+// cache and a build sandbox. close releases them. On error nothing is left
+// open and close is nil.
 func Open(ctx context.Context, cfg Config) (cf *Evaluator, close func(), err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
@@ -421,14 +422,16 @@ func Open(ctx context.Context, cfg Config) (cf *Evaluator, close func(), err err
 		return nil, nil, errors.New("compilefix: compile_fix needs a workspace store")
 	}
 	var closers []func()
-	close = func() {
+	// closeAll, not the named result: `return nil, nil, err` sets close to
+	// nil before the deferred cleanup runs.
+	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			close()
+			closeAll()
 		}
 	}()
 	cache, closeCache, err := workspace.OpenCache(ctx, cfg.Store, cfg.CacheDir, int64(cfg.CacheMB)<<20, "murphy-workspaces-")
@@ -448,5 +451,5 @@ func Open(ctx context.Context, cfg Config) (cf *Evaluator, close func(), err err
 	closers = append(closers, func() { _ = b.Close() })
 	cf = &Evaluator{Builder: b, Cache: cache, Dir: work, Patch: patch.Options{MaxBytes: cfg.MaxPatchKB << 10}}
 	closers = append(closers, cf.Close)
-	return cf, close, nil
+	return cf, closeAll, nil
 }

@@ -297,3 +297,32 @@ func TestCompileFixMavenOffline(t *testing.T) {
 		t.Fatalf("reference: %s\n%s", out.Status, out.Feedback)
 	}
 }
+
+// TestOpenWithoutBubblewrap: a host without bubblewrap gets a clear error
+// from Open, nothing left open, and no panic (the deferred cleanup once
+// called the nil named result).
+func TestOpenWithoutBubblewrap(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.Store = t.TempDir()
+	cfg.CacheDir = t.TempDir()
+	cfg.Builder.Bwrap = filepath.Join(t.TempDir(), "no-bwrap")
+	cf, closeCF, err := Open(context.Background(), cfg)
+	if err == nil {
+		closeCF()
+		t.Fatal("Open succeeded without bubblewrap")
+	}
+	if cf != nil || closeCF != nil {
+		t.Errorf("Open failed but returned %v and a close func", cf)
+	}
+	if os.Geteuid() == 0 && !strings.Contains(err.Error(), "no-bwrap") {
+		t.Errorf("error %q does not name the missing bubblewrap", err)
+	}
+	// The snapshot cache was released: another cache may lock its directory.
+	again, closeAgain, err := workspace.OpenCache(context.Background(), cfg.Store, cfg.CacheDir, 1<<20, "x-")
+	if err != nil {
+		t.Fatalf("the failed Open left the cache locked: %v", err)
+	}
+	_ = again
+	closeAgain()
+}

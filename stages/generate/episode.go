@@ -151,14 +151,16 @@ func OpenEpisodes(ctx context.Context, cfg EpisodesConfig) (eps *Episodes, close
 		return nil, nil, errors.New("generate: episodes need a workspace store (episodes.store)")
 	}
 	var closers []func()
-	close = func() {
+	// closeAll, not the named result: `return nil, nil, err` sets close to
+	// nil before the deferred cleanup runs.
+	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			close()
+			closeAll()
 		}
 	}()
 	cache, closeCache, err := workspace.OpenCache(ctx, cfg.Store, cfg.CacheDir, int64(cfg.CacheMB)<<20, "murphy-episode-workspaces-")
@@ -176,7 +178,7 @@ func OpenEpisodes(ctx context.Context, cfg EpisodesConfig) (eps *Episodes, close
 		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = b.Close() })
-	return &Episodes{Cache: cache, Builder: b, Dir: work}, close, nil
+	return &Episodes{Cache: cache, Builder: b, Dir: work}, closeAll, nil
 }
 
 // Option configures a Stage.
