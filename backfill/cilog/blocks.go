@@ -32,6 +32,8 @@ const (
 	toolMypy      = "mypy"
 	toolPyLint    = "flake8"
 	toolGoVet     = "go-vet"
+	toolAnt       = "ant"
+	toolTox       = "tox"
 	maxBlockLines = 400
 )
 
@@ -110,12 +112,12 @@ func blocks(lines []string, annotated []bool) []block {
 // headPrefixes and headPhrases are what every head rule needs to see in
 // a line: lines with none of them are skipped without a regexp.
 var (
-	headPrefixes = []string{"[ERROR]", "[FATAL]", "ERROR", "FATAL", "Error", "Fatal", "fatal:", "error:", "FAILURE:", "FAILED ",
+	headPrefixes = []string{"[ERROR]", "[FATAL]", "ERROR", "FATAL", "Error", "Fatal", "fatal:", "error:", "FAILURE:", "FAILED ", "BUILD FAILED", pytestQuote,
 		"--- FAIL", "panic: ", "npm ", "Exception in thread", "Build step '", "test ", "thread '", "CMake Error", "FAIL ", "●", "✕"}
 	headPhrases = []string{"Traceback (most recent call last)", " FAILED", ".py:", "--- FAIL:", "No space left on device", "Something went wrong",
 		"Segmentation fault", "(core dumped)", "command not found", "OutOfMemoryError", "Out of memory", "Killed",
 		"The operation was canceled", "shutdown signal", "lost communication with the server", "maximum execution time",
-		"Docker daemon", "  error  ", ".py:"}
+		"Docker daemon", "  error  ", ".py:", ": exit "}
 )
 
 // mayHead is the cheap test before head's regular expressions.
@@ -168,6 +170,9 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 	case mvnGoalRE.MatchString(l):
 		b := mk(toolMaven, strings.TrimPrefix(l, "[ERROR] "))
 		b.end = levelRun(lines, i, false)
+		if a, g := mavenGoal(b.message); a != "" {
+			b.code = a + ":" + g
+		}
 		return b, true
 	case mvnTestRE.MatchString(l) || mvnTestsRunRE.MatchString(l):
 		b := mk(toolSurefire, strings.TrimPrefix(l, "[ERROR] "))
@@ -184,6 +189,21 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 		return b, true
 	case tracebackRE.MatchString(l):
 		return traceback(lines, i), true
+	case strings.HasPrefix(l, pytestQuote) && (pyQuotedFrameRE.MatchString(l) || tracebackRE.MatchString(l[len(pytestQuote):])):
+		return quoted(lines, i), true
+	case toxInvocationRE.MatchString(l):
+		b := mk(toolTox, l)
+		b.code = toxInvocationRE.FindStringSubmatch(l)[1]
+		return b, true
+	case toxExitRE.MatchString(l):
+		b := mk(toolTox, l)
+		b.code = toxExitRE.FindStringSubmatch(l)[1]
+		return b, true
+	case t == "BUILD FAILED" && i+1 < len(lines) && antFailRE.MatchString(strings.TrimSpace(lines[i+1])):
+		m := antFailRE.FindStringSubmatch(strings.TrimSpace(lines[i+1]))
+		b := mk(toolAnt, m[3])
+		b.file, b.line, b.end = m[1], atoi(m[2]), i+1
+		return b, true
 	case jenkinsErrRE.MatchString(l):
 		b := mk(toolJenkins, l)
 		b.end = continuation(lines, i, false)
@@ -197,6 +217,9 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 	case gradleFailRE.MatchString(l):
 		b := mk(toolGradle, l)
 		b.end = gradleFailure(lines, i, &b)
+		if m := gradleExecRE.FindStringSubmatch(b.message); m != nil {
+			b.code = m[1]
+		}
 		return b, true
 	case gradleTestRE.MatchString(l):
 		m := gradleTestRE.FindStringSubmatch(l)
@@ -299,6 +322,11 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 			j++
 		}
 		b.end = j
+		for k := i; k <= j && b.code == ""; k++ {
+			if m := npmScriptRE.FindStringSubmatch(lines[k]); m != nil {
+				b.code = m[1] + m[2] + m[3]
+			}
+		}
 		return b, true
 	case gitFatalRE.MatchString(l):
 		tool := toolShell
@@ -421,6 +449,28 @@ func traceback(lines []string, i int) block {
 			b.end = j
 		}
 		break
+	}
+	return b
+}
+
+// pytestQuote is what pytest puts before the lines of an error it quotes
+// (a module that fails to import while tests are collected).
+const pytestQuote = "E   "
+
+var pyQuotedFrameRE = regexp.MustCompile(`^E   \s+File "([^"]+)", line (\d+)`)
+
+// quoted returns the block of an error pytest quotes: its run of "E"
+// lines, located at the last frame, with the exception line's message.
+func quoted(lines []string, i int) block {
+	b := block{start: i, end: i, tool: toolPython, absorb: true, message: "Traceback"}
+	for j := i; j < len(lines) && j-i < maxBlockLines && strings.HasPrefix(lines[j], "E "); j++ {
+		b.end = j
+		l := lines[j][len(pytestQuote)-2:]
+		if m := pyFrameRE.FindStringSubmatch(l); m != nil {
+			b.file, b.line = m[1], atoi(m[2])
+		} else if m := pyExcRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil && !strings.HasPrefix(l, "  ") {
+			b.message, b.code = strings.TrimSpace(l), m[1]
+		}
 	}
 	return b
 }

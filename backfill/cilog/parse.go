@@ -388,7 +388,7 @@ func (p *parser) finish(lines int) {
 	for _, s := range steps {
 		failed = failed || s.Failed
 	}
-	r.Cause = p.ev.cause(failed, d.jobPassed, len(r.Diagnostics) > 0)
+	r.Cause = p.ev.cause(failed, d.jobPassed, len(r.Diagnostics) > 0, steps, d.tool.steps)
 }
 
 // cleanLine is the diag package's line cleaning.

@@ -248,6 +248,9 @@ var (
 	ansiRE = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b[\\]_P^][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[@-Z\\\\-_]")
 	// ciPrefixRE matches the timestamps CI services put before each line.
 	ciPrefixRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?`)
+	// antTaskRE matches the task prefix Ant puts before its tasks' output
+	// ("    [javac] "): lower-case task names, so Maven's "[ERROR]" is kept.
+	antTaskRE = regexp.MustCompile(`^\s*\[([a-z][\w.-]*)\] `)
 	// makeDirRE matches make's and ninja's directory messages.
 	makeDirRE = regexp.MustCompile("^(?:g?make|ninja)(?:\\[\\d+\\])?: (Entering|Leaving) directory [`'‘\"](.+?)['’\"]?$")
 )
@@ -339,6 +342,7 @@ func (in *input) scan(lines []string, track bool) {
 		for _, p := range []string{"##[error]", "##[warning]"} {
 			l = strings.TrimPrefix(l, p)
 		}
+		l = stripAntTask(l)
 		if strings.HasPrefix(l, `{"`) && strings.Contains(l, `"Action":`) {
 			if ls, ok := goJSONOutput(l); ok {
 				for _, x := range ls {
@@ -363,6 +367,24 @@ func (in *input) scan(lines []string, track bool) {
 	if !track {
 		in.origin = nil
 	}
+}
+
+// stripAntTask removes Ant's task prefix from a line of its output (the
+// javac task's diagnostics are javac's); sbt's "[info]", "[warn]" and
+// "[error]" levels are kept.
+func stripAntTask(l string) string {
+	if len(l) < 4 || l[0] != ' ' && l[0] != '[' {
+		return l
+	}
+	m := antTaskRE.FindStringSubmatchIndex(l)
+	if m == nil {
+		return l
+	}
+	switch l[m[2]:m[3]] {
+	case "info", "warn", "error", "success", "debug", "warning":
+		return l
+	}
+	return l[m[1]:]
 }
 
 func (in *input) add(l, dir string) {
