@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,6 +194,21 @@ type BuildJob struct {
 	Export string
 	// Limits override the builder's where non-zero.
 	Limits BuildLimits
+	// Deps is a host directory holding a resolved dependency cache (laid
+	// out as DepsEnv reads it), bound read-only at /deps; the tools'
+	// environment points at what it holds. It takes the place of the
+	// builder's MavenRepository.
+	Deps string
+	// Network, when set, is served on NetworkAddr inside the job's own
+	// network namespace: the only address the job can reach (a dependency
+	// resolver's mirror; build_net.go).
+	Network http.Handler
+	// KeepGoing runs every command even when one fails (a resolution job
+	// runs the build for what it downloads, whatever it reports).
+	KeepGoing bool
+	// Files are written under /tmp (relative path: content), as the job
+	// uid, before the commands (a tool's settings).
+	Files map[string]string
 }
 
 // CommandResult is what one command of a build did.
@@ -492,6 +508,16 @@ func validateJob(job *BuildJob) error {
 	if len(job.Keep) > 0 && job.Export == "" {
 		return errors.New("build job keeps directories but has no export directory")
 	}
+	for p := range job.Files {
+		if p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
+			return fmt.Errorf("build job writes %q outside /tmp", p)
+		}
+	}
+	if job.Deps != "" {
+		if fi, err := os.Stat(job.Deps); err != nil || !fi.IsDir() || !filepath.IsAbs(job.Deps) {
+			return fmt.Errorf("build job dependency cache %q is not an absolute directory", job.Deps)
+		}
+	}
 	return nil
 }
 
@@ -509,6 +535,9 @@ func (b *Builder) buildEnv(job *BuildJob) []string {
 	if b.cfg.MavenRepository != "" {
 		env[len(env)-1] = "MAVEN_OPTS=-Dmaven.repo.local=" + mavenRepositoryMount
 	}
+	if job.Deps != "" {
+		env = append(env, DepsEnv(job.Deps, depsMount)...)
+	}
 	env = append(env, b.cfg.Env...)
 	return append(env, job.Env...)
 }
@@ -521,6 +550,8 @@ type driverJob struct {
 	Commands [][]string        `json:"commands"`
 	Deleted  []string          `json:"deleted,omitempty"`
 	Keep     []string          `json:"keep,omitempty"`
+	Files    map[string]string `json:"files,omitempty"`
+	Going    bool              `json:"keep_going,omitempty"`
 	Limits   struct {
 		Procs     int   `json:"procs"`
 		OpenFiles int   `json:"open_files"`
@@ -561,8 +592,14 @@ func (b *Builder) bwrapArgs(s *buildSlot, job *BuildJob, jobDir string, lim Buil
 	if job.Overlay != "" {
 		a = append(a, "--ro-bind", job.Overlay, "/patch")
 	}
-	if b.cfg.MavenRepository != "" {
+	if b.cfg.MavenRepository != "" && job.Deps == "" {
 		a = append(a, "--ro-bind", b.cfg.MavenRepository, mavenRepositoryMount)
+	}
+	if job.Deps != "" {
+		a = append(a, "--ro-bind", job.Deps, depsMount)
+	}
+	if job.Network != nil {
+		a = append(a, "--info-fd", strconv.Itoa(buildSeccompFD+1+len(job.Commands)))
 	}
 	if job.Seed != "" {
 		a = append(a, "--ro-bind", job.Seed, "/seed")
@@ -604,7 +641,8 @@ func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim Buil
 	}
 	defer os.RemoveAll(jobDir)
 	_ = os.Chmod(jobDir, 0o755)
-	dj := driverJob{UID: s.lease.uid, Commands: job.Commands, Deleted: job.Deleted, Keep: job.Keep, EnvMap: map[string]string{}}
+	dj := driverJob{UID: s.lease.uid, Commands: job.Commands, Deleted: job.Deleted, Keep: job.Keep, EnvMap: map[string]string{},
+		Files: job.Files, Going: job.KeepGoing}
 	if job.Export != "" {
 		if err := os.MkdirAll(job.Export, 0o700); err != nil {
 			fail(topics.SandboxErrorInternal, "build export directory: %v", err)
@@ -672,6 +710,19 @@ func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim Buil
 		outDone.Add(1)
 		go outs[i].run(r, &outDone)
 	}
+	var info *os.File // bwrap's --info-fd: the sandbox's pid on the host
+	if job.Network != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range extra {
+				f.Close()
+			}
+			fail(topics.SandboxErrorInternal, "pipe: %v", err)
+			return
+		}
+		defer r.Close()
+		info, extra = r, append(extra, w)
+	}
 	var log tailBuffer
 	log.max = 8 << 10
 	cmd := exec.Command(b.cfg.Bwrap, b.bwrapArgs(s, job, jobDir, lim)...)
@@ -733,6 +784,14 @@ func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim Buil
 	case <-ctx.Done():
 		hello.Stop()
 		return
+	}
+	if job.Network != nil {
+		stop, err := serveNetwork(info, job.Network)
+		if err != nil {
+			fail(topics.SandboxErrorInternal, "build network: %v", err)
+			return
+		}
+		defer stop()
 	}
 	b.cg.attach(s.id, cmd.Process.Pid)
 	cpuNow := func() (time.Duration, bool) { return b.cg.cpu(s.id) }

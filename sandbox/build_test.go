@@ -2,9 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -220,5 +224,68 @@ func TestBuilderWarmSeedsByKey(t *testing.T) {
 	res = build(t, b, &BuildJob{Tree: tree, SeedKey: "gcc", Commands: [][]string{sh("test ! -e /tmp/gocache")}})
 	if !res.OK() {
 		t.Fatalf("a job of another key was seeded: %+v", res)
+	}
+}
+
+// TestBuilderNetworkIsTheHandlerOnly: a job given a Network handler
+// reaches it at NetworkAddr, and nothing else: not a server on the host's
+// loopback, not a name lookup; a job without one reaches nothing.
+func TestBuilderNetworkIsTheHandlerOnly(t *testing.T) {
+	b := newTestBuilder(t, nil)
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	host, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	go func() {
+		_ = http.Serve(host, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "host") }))
+	}()
+	var hits atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "mirror %s", r.URL.Path)
+	})
+	get := func(url string) string {
+		return fmt.Sprintf(`python3 -c "import urllib.request,sys
+try:
+    print(urllib.request.urlopen('%s', timeout=5).read().decode())
+except Exception as e:
+    print('refused', type(e).__name__)
+"`, url)
+	}
+	script := get("http://"+NetworkAddr+"/maven/x.pom") + " && " + get("http://"+host.Addr().String()+"/") + " && " + get("http://example.com/")
+	res := build(t, b, &BuildJob{Tree: tree, Network: h, Commands: [][]string{sh(script)}})
+	out := string(res.Commands[0].Output)
+	if !res.OK() || !strings.Contains(out, "mirror /maven/x.pom") || strings.Contains(out, "host\n") || strings.Count(out, "refused") != 2 {
+		t.Fatalf("%+v\n%s", res, out)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("%d requests reached the handler", hits.Load())
+	}
+	res = build(t, b, &BuildJob{Tree: tree, Commands: [][]string{sh(get("http://" + NetworkAddr + "/"))}})
+	if out := string(res.Commands[0].Output); !strings.Contains(out, "refused") {
+		t.Fatalf("a job without a handler reached %s: %s", NetworkAddr, out)
+	}
+}
+
+// TestBuilderDepsFilesKeepGoing: a dependency cache is bound read-only and
+// named in the environment; files are written under /tmp as the job's;
+// KeepGoing runs every command.
+func TestBuilderDepsFilesKeepGoing(t *testing.T) {
+	b := newTestBuilder(t, nil)
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	deps := writeTree(t, map[string]string{"maven/g/a/1/a-1.pom": "<project/>\n", "python/mod.py": "X = 1\n"})
+	res := build(t, b, &BuildJob{Tree: tree, Deps: deps, KeepGoing: true, Files: map[string]string{"home/.m2/settings.xml": "<settings/>\n"},
+		Commands: [][]string{
+			sh(`test -f /deps/maven/g/a/1/a-1.pom && ! touch /deps/maven/new && echo "$MAVEN_OPTS" | grep -q /deps/maven && python3 -c "import mod; assert mod.X == 1"`),
+			sh("exit 3"),
+			sh(`test -O /tmp/home/.m2/settings.xml && grep -q settings /tmp/home/.m2/settings.xml && test -z "$GOMODCACHE"`),
+		}})
+	if res.SandboxError != "" || !res.Commands[0].OK() || res.Commands[1].ExitCode != 3 || !res.Commands[2].OK() {
+		t.Fatalf("%+v\n%s\n%s", res, res.Commands[0].Output, res.Commands[2].Output)
+	}
+	if res := build(t, b, &BuildJob{Tree: tree, Commands: [][]string{{"true"}}, Files: map[string]string{"../etc/x": ""}}); res.SandboxError == "" {
+		t.Fatal("a file outside /tmp was accepted")
 	}
 }

@@ -87,6 +87,11 @@ def prepare(job, uid):
                 p = os.path.join("/work", rel)
                 if os.path.isfile(p) and not os.path.islink(p):
                     os.unlink(p)
+            for rel, content in (job.get("files") or {}).items():
+                p = os.path.join("/tmp", rel)
+                os.makedirs(os.path.dirname(p), mode=0o755, exist_ok=True)
+                with open(p, "w") as f:
+                    f.write(content)
             if os.path.isdir("/seed"):
                 for name in os.listdir("/seed"):
                     link_tree(os.path.join("/seed", name), os.path.join("/tmp", name))
@@ -146,7 +151,7 @@ def main():
         st = os.statvfs("/work")
         send(ev="end", i=i, status=status, utime=ru.ru_utime, stime=ru.ru_stime, maxrss=ru.ru_maxrss,
              free=st.f_bavail * st.f_frsize)
-        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0) and not job.get("keep_going"):
             break
     # Kept even when a command failed: a failing baseline still compiled
     # everything it depends on (the standard library) into the cache.
