@@ -108,7 +108,12 @@ func (c *Evaluator) Baseline(ctx context.Context, task *topics.Task) (Baseline, 
 		return Baseline{}, fmt.Errorf("compilefix: workspace %s: %w", task.CompileFix.Workspace, err)
 	}
 	defer tree.Release()
-	b, err := c.baseline(ctx, task, tree)
+	deps, release, err := c.dependencies(ctx, task.CompileFix)
+	if err != nil {
+		return Baseline{}, err
+	}
+	defer release()
+	b, err := c.baseline(ctx, task, tree, deps)
 	if err != nil {
 		return Baseline{}, err
 	}
@@ -146,10 +151,24 @@ func (c *Evaluator) dir() string {
 	return os.TempDir()
 }
 
-// baseline returns the snapshot's baseline, building it once.
-func (c *Evaluator) baseline(ctx context.Context, task *topics.Task, tree *workspace.Tree) (*baseline, error) {
+// dependencies materialises the dependency cache a task names ("" and a
+// no-op release when it names none).
+func (c *Evaluator) dependencies(ctx context.Context, cf *topics.CompileFix) (string, func(), error) {
+	if cf.Dependencies == "" {
+		return "", func() {}, nil
+	}
+	t, err := c.Cache.Get(ctx, cf.Dependencies)
+	if err != nil {
+		return "", nil, fmt.Errorf("compilefix: dependency cache %s: %w", cf.Dependencies, err)
+	}
+	return t.Dir(), t.Release, nil
+}
+
+// baseline returns the snapshot's baseline, building it once; deps is the
+// task's dependency cache ("" = none).
+func (c *Evaluator) baseline(ctx context.Context, task *topics.Task, tree *workspace.Tree, deps string) (*baseline, error) {
 	cf := task.CompileFix
-	key := tree.Digest() + "\x00" + strings.Join(cf.Build, "\x00")
+	key := tree.Digest() + "\x00" + cf.Dependencies + "\x00" + strings.Join(cf.Build, "\x00")
 	c.mu.Lock()
 	b := c.baselines[key]
 	c.mu.Unlock()
@@ -159,12 +178,12 @@ func (c *Evaluator) baseline(ctx context.Context, task *topics.Task, tree *works
 	v, err, _ := c.flight.Do(key, func() (any, error) {
 		seedKey := seedKeyOf(cf)
 		if c.Builder.Seed(seedKey) == "" {
-			if err := c.warm(ctx, task, tree, seedKey); err != nil {
+			if err := c.warm(ctx, task, tree, deps, seedKey); err != nil {
 				return nil, err
 			}
 		}
 		res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
-			Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task), SeedKey: seedKey})
+			Tree: tree.Dir(), Deps: deps, Commands: [][]string{cf.Build}, Limits: compileLimits(task), SeedKey: seedKey})
 		if err != nil {
 			return nil, err
 		}
@@ -208,21 +227,17 @@ func seedKeyOf(cf *topics.CompileFix) string {
 // with the reference patch: task data, never a candidate's) as the seed of
 // key: a build and tests command warm everything a candidate's job needs
 // but its own changes. Without a reference the unpatched build warms it.
-func (c *Evaluator) warm(ctx context.Context, task *topics.Task, tree *workspace.Tree, key string) error {
+func (c *Evaluator) warm(ctx context.Context, task *topics.Task, tree *workspace.Tree, deps, key string) error {
 	cf := task.CompileFix
-	job := &sandbox.BuildJob{Tree: tree.Dir(), Commands: [][]string{cf.Build}, Limits: compileLimits(task)}
+	job := &sandbox.BuildJob{Tree: tree.Dir(), Deps: deps, Commands: [][]string{cf.Build}, Limits: compileLimits(task)}
 	if task.ReferencePatch != "" {
-		applied, err := patch.Apply(tree.Dir(), task.ReferencePatch, patch.Options{})
-		if err == nil {
-			overlay, oerr := os.MkdirTemp(c.dir(), "murphy-warm-")
-			if oerr != nil {
-				return fmt.Errorf("compilefix: warm-up overlay: %w", oerr)
-			}
-			defer os.RemoveAll(overlay)
-			if err := writeOverlay(applied, overlay); err != nil {
-				return err
-			}
-			job.Overlay, job.Deleted = overlay, applied.Deleted()
+		overlay, oerr := os.MkdirTemp(c.dir(), "murphy-warm-")
+		if oerr != nil {
+			return fmt.Errorf("compilefix: warm-up overlay: %w", oerr)
+		}
+		defer os.RemoveAll(overlay)
+		if deleted, err := WriteOverlay(tree.Dir(), task.ReferencePatch, overlay); err == nil {
+			job.Overlay, job.Deleted = overlay, deleted
 			if len(cf.Tests) > 0 {
 				job.Commands = append(job.Commands, cf.Tests)
 			}
@@ -230,6 +245,20 @@ func (c *Evaluator) warm(ctx context.Context, task *topics.Task, tree *workspace
 	}
 	_, err := c.Builder.Warm(ctx, key, job)
 	return err
+}
+
+// WriteOverlay applies a trusted patch (a task's reference) to the tree
+// at dir and writes the changed files to overlay, readable by a build's
+// uid, for a BuildJob's Overlay; it returns the paths the patch deletes.
+func WriteOverlay(dir, diff, overlay string) ([]string, error) {
+	applied, err := patch.Apply(dir, diff, patch.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOverlay(applied, overlay); err != nil {
+		return nil, err
+	}
+	return applied.Deleted(), nil
 }
 
 // writeOverlay writes a patch's changed files to dir, readable by a
@@ -284,7 +313,18 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		return Outcome{}, topics.Transient(fmt.Errorf("compilefix: workspace %s: %w", cf.Workspace, err))
 	}
 	defer tree.Release()
-	base, err := c.baseline(ctx, task, tree)
+	deps, releaseDeps, err := c.dependencies(ctx, cf)
+	switch {
+	case err == nil:
+		defer releaseDeps()
+	case ctx.Err() != nil:
+		return Outcome{}, ctx.Err()
+	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
+		return sandboxErr(topics.SandboxErrorInvalidJob, err.Error())
+	default:
+		return Outcome{}, topics.Transient(err)
+	}
+	base, err := c.baseline(ctx, task, tree, deps)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -319,7 +359,7 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		cmds = append(cmds, cf.Tests)
 	}
 	res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
-		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: cmds,
+		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: cmds, Deps: deps,
 		Limits: compileLimits(task), SeedKey: seedKeyOf(cf),
 	})
 	if err != nil {

@@ -198,7 +198,7 @@ func (r *realRun) baseline(task *topics.Task) *baseline {
 		r.t.Fatal(err)
 	}
 	defer tree.Release()
-	b, err := r.cf.baseline(ctx, task, tree)
+	b, err := r.cf.baseline(ctx, task, tree, "")
 	if err != nil || b.note != "" {
 		r.t.Fatalf("baseline: %v %s", err, b.note)
 	}

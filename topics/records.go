@@ -177,6 +177,12 @@ type CompileFix struct {
 	Tests []string `json:"tests_command,omitempty"`
 	// DiskMB caps the job's writable workspace (0 = the executor's default).
 	DiskMB int `json:"disk_mb,omitempty"`
+	// Dependencies is the digest, in the same workspace store, of the
+	// read-only dependency cache the build reads offline (Maven
+	// repository, Go module cache, Python packages, Gradle cache, as
+	// backfill resolved them); "" = the build needs none or the
+	// executor's own.
+	Dependencies string `json:"dependencies,omitempty"`
 }
 
 // TreeSpec is the per-tree configuration that travels with every record of

@@ -193,6 +193,9 @@ func (c *CompileFix) validate(n string) error {
 	if c.DiskMB < 0 {
 		return invalid(n, "compile_fix.disk_mb", "must not be negative")
 	}
+	if c.Dependencies != "" && !ValidDigest(c.Dependencies) {
+		return invalid(n, "compile_fix.dependencies", "dependencies %q is not a sha256:<64 hex> digest", c.Dependencies)
+	}
 	for i, d := range c.Targets {
 		if d.Message == "" && d.Code == "" {
 			return invalid(n, "compile_fix.target_diagnostics", "target %d has neither a message nor a code", i)
