@@ -6,6 +6,7 @@ package backfill
 import (
 	"context"
 
+	"github.com/murphy-rl/murphy/backfill/deps"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -60,6 +61,8 @@ const (
 	RejectDuplicate         = "duplicate"          // an identical patch was already kept
 	RejectNotDiagnosed      = "not_diagnosed"      // injection: the build fails elsewhere than the mutation
 	RejectSandbox           = "sandbox_error"
+	RejectDependency        = "dependency"         // the log's errors are inside installed dependencies, not the repository
+	RejectBuildFails        = "build_failed"       // the failing snapshot's build stops before it compiles anything
 )
 
 // Rejection is a candidate task that did not verify.
@@ -79,6 +82,9 @@ type Result struct {
 	Cause       string         `json:"cause,omitempty"`
 	// Provenance says where each task came from, in Tasks' order.
 	Provenance []Provenance `json:"provenance,omitempty"`
+	// Dependencies is the item's dependency resolution (nil when none
+	// ran: no builder resolver, or the item was rejected before).
+	Dependencies *deps.Resolution `json:"dependencies,omitempty"`
 }
 
 // Provenance is the record of how one task was made.
@@ -97,9 +103,15 @@ type Provenance struct {
 	// "source".
 	SplitFiles map[string][]string `json:"split_files,omitempty"`
 	// LogTargets is the number of the log's compile errors, Dropped those
-	// the sandbox build did not reproduce (not targets).
-	LogTargets int `json:"log_targets,omitempty"`
-	Dropped    int `json:"dropped_targets,omitempty"`
+	// the sandbox build did not reproduce (not targets). TargetMap says,
+	// for each, which diagnostic of the sandbox build it is and by what
+	// (message or location and kind), or why it was dropped.
+	LogTargets int           `json:"log_targets,omitempty"`
+	Dropped    int           `json:"dropped_targets,omitempty"`
+	TargetMap  []TargetMatch `json:"target_map,omitempty"`
+	// Dependencies is the dependency resolution the task's cache came
+	// from (compile_fix.dependencies names the cache).
+	Dependencies *deps.Resolution `json:"dependencies,omitempty"`
 	// Injection: the operator, the mutated file and line, what it did.
 	Operator    string `json:"operator,omitempty"`
 	File        string `json:"file,omitempty"`

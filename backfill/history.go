@@ -7,12 +7,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/murphy-rl/murphy/backfill/cilog"
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -191,42 +191,6 @@ func MapPaths(ds []topics.Diagnostic, files map[string]bool) []topics.Diagnostic
 	return out
 }
 
-// reproduce keeps the targets that the baseline reports (diag.Match),
-// filling the location details the log lacked from the baseline's.
-func reproduce(targets, baseline []topics.Diagnostic) (kept, dropped []topics.Diagnostic) {
-	errs := diag.Errors(baseline)
-	used := make([]bool, len(errs))
-	for _, t := range targets {
-		j := -1
-		for k, b := range errs {
-			if !used[k] && diag.Match(t, b) {
-				j = k
-				break
-			}
-		}
-		if j < 0 {
-			dropped = append(dropped, t)
-			continue
-		}
-		used[j] = true
-		b := errs[j]
-		if t.Line == 0 {
-			t.Line = b.Line
-		}
-		if t.Column == 0 {
-			t.Column = b.Column
-		}
-		if t.Code == "" {
-			t.Code = b.Code
-		}
-		if t.Tool == "" {
-			t.Tool = b.Tool
-		}
-		kept = append(kept, t)
-	}
-	return kept, dropped
-}
-
 // listFiles returns the files under dir, slash-separated and relative.
 func listFiles(dir string) (map[string]bool, error) {
 	files := map[string]bool{}
@@ -268,56 +232,11 @@ func (b *Builder) history(ctx context.Context, it Item, name string, res *Result
 		return rejectErr(err)
 	}
 	defer g.cleanup()
-	fail, err := g.resolve(ctx, it.Fail)
+	prov := Provenance{Kind: KindHistory}
+	split, err := b.fixSplit(ctx, g, it, &prov)
 	if err != nil {
 		return rejectErr(err)
 	}
-	prov := Provenance{Kind: KindHistory, Fail: fail}
-	var diff string
-	if it.Patch != "" {
-		raw, err := os.ReadFile(it.Patch)
-		if err != nil {
-			return rejectErr(badInput("patch: %v", err))
-		}
-		diff = string(raw)
-	} else {
-		fix, err := g.resolve(ctx, it.Fix)
-		if err != nil {
-			return rejectErr(err)
-		}
-		prov.Fix = fix
-		if diff, err = g.diff(ctx, fail, fix); err != nil {
-			return err
-		}
-	}
-	split, err := SplitPatch(diff)
-	if err != nil {
-		return rejectErr(badInput("%v", err))
-	}
-	ref := split.Patches[ClassSource]
-	if ref == "" {
-		var classes []string
-		for c, fs := range split.Files {
-			classes = append(classes, fmt.Sprintf("%s: %s", c, strings.Join(fs, ", ")))
-		}
-		sort.Strings(classes)
-		detail := "the fix changes nothing"
-		if len(classes) > 0 {
-			detail = "the fix changes no source file (" + strings.Join(classes, "; ") + ")"
-		}
-		res.reject(name, RejectNoSourceChange, detail)
-		return nil
-	}
-	prov.SplitFiles = split.Files
-	for c, p := range split.Patches {
-		if c != ClassSource {
-			if prov.Split == nil {
-				prov.Split = map[string]string{}
-			}
-			prov.Split[c] = p
-		}
-	}
-
 	rep, err := cilog.ParseFile(it.Log)
 	if err != nil {
 		return rejectErr(badInput("log %s: %v", it.Log, err))
@@ -329,33 +248,106 @@ func (b *Builder) history(ctx context.Context, it Item, name string, res *Result
 		}
 		res.Diagnostics[d.Tool]++
 	}
-	logTargets := LogTargets(rep.Diagnostics)
-	if len(logTargets) == 0 {
-		res.reject(name, RejectNoDiagnostics, fmt.Sprintf("the log (cause %s, %d diagnostics) names no compile error", rep.Cause, len(rep.Diagnostics)))
+	ref := split.Patches[ClassSource]
+	if ref == "" {
+		res.reject(name, RejectNoSourceChange, noSourceDetail(split, rep))
 		return nil
 	}
-	prov.LogTargets = len(logTargets)
-
+	prov.SplitFiles = split.Files
+	for c, p := range split.Patches {
+		if c != ClassSource {
+			if prov.Split == nil {
+				prov.Split = map[string]string{}
+			}
+			prov.Split[c] = p
+		}
+	}
 	tmp, err := b.tempDir("murphy-backfill-snap-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := g.archive(ctx, fail, tmp); err != nil {
+	if _, err := g.archive(ctx, prov.Fail, tmp); err != nil {
 		return rejectErr(err)
 	}
 	files, err := listFiles(tmp)
 	if err != nil {
 		return err
 	}
-	lang := inferLanguage(it.Language, tmp)
-	logTargets = MapPaths(logTargets, files)
+	targets := locate(rep.Diagnostics, files)
+	if len(targets) == 0 {
+		res.reject(name, RejectNoDiagnostics, fmt.Sprintf("the log (cause %s, %d diagnostics) names no compile error", rep.Cause, len(rep.Diagnostics)))
+		return nil
+	}
+	prov.LogTargets = len(targets)
+	var inRepo, away []logTarget
+	for _, t := range targets {
+		if t.inRepo {
+			inRepo = append(inRepo, t)
+		} else {
+			away = append(away, t)
+			prov.TargetMap = append(prov.TargetMap, TargetMatch{Log: t.record(), Dropped: "no file of the repository"})
+		}
+	}
+	if len(inRepo) == 0 {
+		detail, installed := outside(away)
+		if installed {
+			res.reject(name, RejectDependency, "the log's compile errors are all inside installed dependencies, not the repository's sources: "+detail)
+		} else {
+			res.reject(name, RejectNotReproduced, "the log's compile errors name no file of the repository: "+detail)
+		}
+		return nil
+	}
 	digest, err := b.put(ctx, tmp)
 	if err != nil {
-		return rejectErr(badInput("snapshot of %s: %v", fail, err))
+		return rejectErr(badInput("snapshot of %s: %v", prov.Fail, err))
 	}
-	task := b.newTask(it, SourceHistory, lang, digest, ref)
+	task := b.newTask(it, SourceHistory, inferLanguage(it.Language, tmp), digest, ref)
+	if v, err := b.withDependencies(ctx, task, &prov, res); err != nil || !v.ok() {
+		if v != nil {
+			res.reject(name, v.reason, v.detail)
+		}
+		return err
+	}
+	return b.verifyHistory(ctx, name, task, inRepo, &prov, res)
+}
 
+// fixSplit resolves the item's revisions into prov and splits its fix by
+// file class.
+func (b *Builder) fixSplit(ctx context.Context, g *gitRepo, it Item, prov *Provenance) (*Split, error) {
+	fail, err := g.resolve(ctx, it.Fail)
+	if err != nil {
+		return nil, err
+	}
+	prov.Fail = fail
+	var diff string
+	if it.Patch != "" {
+		raw, err := os.ReadFile(it.Patch)
+		if err != nil {
+			return nil, badInput("patch: %v", err)
+		}
+		diff = string(raw)
+	} else {
+		fix, err := g.resolve(ctx, it.Fix)
+		if err != nil {
+			return nil, err
+		}
+		prov.Fix = fix
+		if diff, err = g.diff(ctx, fail, fix); err != nil {
+			return nil, err
+		}
+	}
+	split, err := SplitPatch(diff)
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	return split, nil
+}
+
+// verifyHistory builds the failing snapshot, keeps the log's targets it
+// reproduces (by message, or by location and kind) and checks the
+// reference.
+func (b *Builder) verifyHistory(ctx context.Context, name string, task *topics.Task, targets []logTarget, prov *Provenance, res *Result) error {
 	base, v, err := b.baseline(ctx, task)
 	if err != nil {
 		return err
@@ -364,19 +356,17 @@ func (b *Builder) history(ctx context.Context, it Item, name string, res *Result
 		res.reject(name, v.reason, v.detail)
 		return nil
 	}
-	if base.OK && len(diag.Errors(base.Diagnostics)) == 0 {
+	errs := diag.Errors(base.Diagnostics)
+	if base.OK && len(errs) == 0 {
 		res.reject(name, RejectNotReproduced, "the failing revision builds in the sandbox")
 		return nil
 	}
-	kept, dropped := reproduce(logTargets, base.Diagnostics)
-	prov.Dropped = len(dropped)
+	kept, matches := match(targets, base.Diagnostics)
+	prov.TargetMap = append(matches, prov.TargetMap...)
+	prov.Dropped = prov.LogTargets - len(kept)
 	if len(kept) == 0 {
-		if dep, ok := missingDependency(base.Output); ok {
-			res.reject(name, RejectMissingDependency, "the failing revision needs what the offline sandbox lacks: "+dep)
-			return nil
-		}
-		res.reject(name, RejectNotReproduced, fmt.Sprintf("the sandbox build of the failing revision reproduces none of the log's %d compile error(s) (log: %s; sandbox: %s)",
-			len(logTargets), headers(logTargets, 3), headers(diag.Errors(base.Diagnostics), 3)))
+		reason, detail := unreproduced(base, targets)
+		res.reject(name, reason, detail)
 		return nil
 	}
 	task.CompileFix.Targets = kept
@@ -392,16 +382,56 @@ func (b *Builder) history(ctx context.Context, it Item, name string, res *Result
 		res.reject(name, v.reason, v.detail)
 		return nil
 	}
-	task.TaskID = taskID(name, "", digest, ref)
+	task.TaskID = taskID(name, "", task.CompileFix.Workspace, task.ReferencePatch)
 	task.Prompt = b.prompt(ctx, task)
 	if err := task.Validate(); err != nil {
 		return fmt.Errorf("backfill: task %s: %w", task.TaskID, err)
 	}
 	prov.TaskID = task.TaskID
 	res.Tasks = append(res.Tasks, *task)
-	res.Provenance = append(res.Provenance, prov)
-	b.logf("%s: task %s (%d of %d log targets reproduced)", name, task.TaskID, len(kept), len(logTargets))
+	res.Provenance = append(res.Provenance, *prov)
+	b.logf("%s: task %s (%d of %d log targets reproduced)", name, task.TaskID, len(kept), prov.LogTargets)
 	return nil
+}
+
+// unreproduced is the rejection of a failing snapshot whose build
+// reproduces none of the log's targets: a missing dependency when its
+// output says so, a build that stops before compiling anything with the
+// tool's last words, else the two sets of errors side by side.
+func unreproduced(base compilefix.Baseline, targets []logTarget) (string, string) {
+	if dep, ok := missingDependency(base.Output); ok {
+		return RejectMissingDependency, "the failing revision needs what the offline sandbox lacks: " + dep
+	}
+	logged := make([]topics.Diagnostic, len(targets))
+	for i, t := range targets {
+		logged[i] = t.d
+	}
+	compiled := 0
+	for _, d := range base.Diagnostics {
+		if compileTool(d) && d.File != "" && d.Line > 0 {
+			compiled++
+		}
+	}
+	if compiled == 0 {
+		detail := "the failing revision's build stops before it compiles anything"
+		if out := tail(base.Output, detailBytes); out != "" {
+			detail += ": " + out
+		}
+		return RejectBuildFails, detail
+	}
+	return RejectNotReproduced, fmt.Sprintf("the sandbox build of the failing revision reproduces none of the log's %d compile error(s) (log: %s; sandbox: %s)",
+		len(targets), headers(logged, 3), headers(diag.Errors(base.Diagnostics), 3))
+}
+
+// compileTool reports a compiler's diagnostic (Python's: a syntax error).
+func compileTool(d topics.Diagnostic) bool {
+	switch d.Tool {
+	case diag.ToolGCC, diag.ToolClang, diag.ToolGo, diag.ToolJavac, diag.ToolMaven, diag.ToolGradle, diag.ToolRustc, diag.ToolTsc, diag.ToolMake:
+		return true
+	case diag.ToolPython:
+		return diag.PythonSyntaxError(d.Code)
+	}
+	return false
 }
 
 // inferLanguage is lang normalised, or the language most of dir's

@@ -77,6 +77,13 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 		return rejectErr(badInput("snapshot: %v", err))
 	}
 	clean := b.newTask(it, SourceInject, lang, digest, "")
+	var prov Provenance
+	if v, err := b.withDependencies(ctx, clean, &prov, res); err != nil || !v.ok() {
+		if v != nil {
+			res.reject(name, v.reason, "the clean tree: "+v.detail)
+		}
+		return err
+	}
 	base, v, err := b.baseline(ctx, clean)
 	if err != nil {
 		return err
@@ -132,7 +139,7 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 			}
 			progress = true
 			attempts++
-			task, prov, v, err := b.injected(ctx, it, name, lang, tree, m)
+			task, prov, v, err := b.injected(ctx, it, name, lang, tree, clean.CompileFix.Dependencies, m)
 			if err != nil {
 				return err
 			}
@@ -140,7 +147,7 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 				res.reject(name, v.reason, fmt.Sprintf("%s in %s:%d (%s): %s", m.Operator, m.File, m.Line, m.Description, v.detail))
 				continue
 			}
-			prov.Rev = commit
+			prov.Rev, prov.Dependencies = commit, res.Dependencies
 			res.Tasks = append(res.Tasks, *task)
 			res.Provenance = append(res.Provenance, prov)
 			kept++
@@ -262,13 +269,16 @@ func mixSeed(seed int64, op, file string, pass int) int64 {
 
 // injected verifies one mutation: the mutated snapshot's build fails with
 // an error at the mutated place, and the inverse patch builds.
-func (b *Builder) injected(ctx context.Context, it Item, name, lang, tree string, m *inject.Mutation) (*topics.Task, Provenance, *verdict, error) {
+func (b *Builder) injected(ctx context.Context, it Item, name, lang, tree, deps string, m *inject.Mutation) (*topics.Task, Provenance, *verdict, error) {
 	var prov Provenance
 	digest, err := b.putReplaced(ctx, tree, m.File, m.New)
 	if err != nil {
 		return nil, prov, nil, err
 	}
 	task := b.newTask(it, SourceInject, lang, digest, m.Patch())
+	// a mutation changes a source file, never a manifest: the clean
+	// tree's dependencies are the mutated tree's
+	task.CompileFix.Dependencies = deps
 	base, v, err := b.baseline(ctx, task)
 	if err != nil || !v.ok() {
 		return nil, prov, v, err

@@ -127,6 +127,9 @@ type Report struct {
 	Elapsed        time.Duration `json:"elapsed_ns"`
 	// Warnings are per-item problems that did not fail the item.
 	Warnings []string `json:"warnings,omitempty"`
+	// Yield is the run's reproducibility (items reproduced, rejected by
+	// reason, time per item, dependency-cache hits).
+	Yield *Yield `json:"yield"`
 }
 
 // Trees is every tree of the run on the broker: published now, found, or
@@ -160,6 +163,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	for _, e := range r.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", e)
+	}
+	if r.Yield != nil {
+		r.Yield.WriteText(w)
 	}
 }
 
@@ -196,7 +202,7 @@ type job struct {
 // the brokers stay unreachable. EnsureTopics must have created the topics.
 func Run(ctx context.Context, cfg JobConfig, m *Manifest, b TaskBuilder, prod pipeline.Producer) (*Report, error) {
 	start := time.Now()
-	rep := &Report{Diagnostics: map[string]int{}, Causes: map[string]int{}, Rejected: map[string]int{}}
+	rep := &Report{Diagnostics: map[string]int{}, Causes: map[string]int{}, Rejected: map[string]int{}, Yield: NewYield()}
 	for _, e := range m.Errors {
 		rep.ManifestErrors = append(rep.ManifestErrors, e.Error())
 	}
@@ -373,6 +379,7 @@ func (j *job) settle(ctx context.Context, r built) error {
 		}
 		rep.Failed++
 		rep.Errors = append(rep.Errors, ItemError{Key: ev.Key, Name: ev.Name, Error: r.err.Error()})
+		rep.Yield.Add(ev.Name, r.it.Kind, nil, r.err, r.elapsed)
 		ev.Outcome, ev.Err, ev.Elapsed = OutcomeFailed, r.err.Error(), r.elapsed
 		j.progress(ev)
 		if errors.As(r.err, new(stateError)) {
@@ -390,6 +397,7 @@ func (j *job) settle(ctx context.Context, r built) error {
 		rep.Built++
 	}
 	j.account(r.it, st.Result)
+	rep.Yield.Add(ev.Name, r.it.Kind, st.Result, nil, r.elapsed)
 	ev.Tasks = len(st.Result.Tasks)
 	if st.Phase == PhasePublished {
 		rep.ItemsDone++

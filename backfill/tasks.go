@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/murphy-rl/murphy/backfill/deps"
 	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
@@ -59,15 +60,31 @@ type Options struct {
 type Builder struct {
 	Store  *workspace.Store
 	Verify *compilefix.Evaluator
-	Opts   Options
+	// Deps resolves the dependencies of every snapshot before it is built
+	// (nil: builds run with what the build sandbox has).
+	Deps *deps.Resolver
+	Opts Options
 }
 
 var _ TaskBuilder = (*Builder)(nil)
 
 // NewBuilder returns a Builder over a workspace store and the compile-fix
-// evaluator that reads it.
-func NewBuilder(store *workspace.Store, cf *compilefix.Evaluator, opts Options) *Builder {
-	return &Builder{Store: store, Verify: cf, Opts: opts}
+// evaluator that reads it, resolving dependencies as dc says (dc.Off:
+// never).
+func NewBuilder(store *workspace.Store, cf *compilefix.Evaluator, dc deps.Config, opts Options) (*Builder, error) {
+	b := &Builder{Store: store, Verify: cf, Opts: opts}
+	if !dc.Off {
+		dir := opts.Dir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		r, err := deps.New(dc, cf.Builder, store, dir)
+		if err != nil {
+			return nil, err
+		}
+		b.Deps = r
+	}
+	return b, nil
 }
 
 // BuildItem builds the tasks of one item. Items that cannot be used (a

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/murphy-rl/murphy/backfill/cilog"
+	"github.com/murphy-rl/murphy/backfill/deps"
 	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/topics"
@@ -81,8 +82,17 @@ func sandboxBuilder(t *testing.T) *Builder {
 			sandboxed.err = err
 			return
 		}
-		sandboxed.closeFn = func() { store.Close(); closeCF() }
-		sandboxed.b = NewBuilder(store, cf, Options{Dir: dir})
+		dc := deps.DefaultConfig()
+		dc.Dir = os.Getenv("MURPHY_DEPS_CACHE") // CI keeps fetched files for the whole run
+		b, err := NewBuilder(store, cf, dc, Options{Dir: dir})
+		if err != nil {
+			store.Close()
+			closeCF()
+			sandboxed.err = err
+			return
+		}
+		sandboxed.closeFn = func() { b.Deps.Close(); store.Close(); closeCF() }
+		sandboxed.b = b
 	})
 	if sandboxed.skip != "" {
 		t.Skip(sandboxed.skip)

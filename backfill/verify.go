@@ -3,9 +3,9 @@ package backfill
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/murphy-rl/murphy/backfill/deps"
 	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
@@ -100,40 +100,9 @@ func (b *Builder) checkReference(ctx context.Context, task *topics.Task, runs in
 	}
 }
 
-// missingDeps are what build tools say when a dependency cannot be found
-// or downloaded (offline, nothing is fetched).
-var missingDeps = regexp.MustCompile(`(?m)^.*(?:` + strings.Join([]string{
-	`cannot find module providing package`,
-	`no required module provides package`,
-	`missing go\.sum entry`,
-	`module lookup disabled by GOPROXY`,
-	`go: downloading `,
-	`dial tcp: lookup`,
-	`ModuleNotFoundError: No module named`,
-	`ImportError: No module named`,
-	`Could not resolve dependencies`,
-	`Could not find artifact`,
-	`Could not resolve all (?:files|dependencies)`,
-	`Cannot access \S+ in offline mode`,
-	`was not found in the pkg-config search path`,
-	`Could NOT find \w+`,
-	`no matching package named`,
-	`failed to (?:download|get|load source for) .*dependenc`,
-	`: command not found`,
-	`: not found$`,
-	`Unable to locate a Java Runtime`,
-	`fatal error: [^:\n]+: No such file or directory`,
-}, "|") + `).*$`)
-
-// missingDependency returns the first line of output that says a
-// dependency is missing.
-func missingDependency(output string) (string, bool) {
-	m := missingDeps.FindString(output)
-	if m == "" {
-		return "", false
-	}
-	return strings.TrimSpace(diag.StripANSI(m)), true
-}
+// missingDependency returns the first line of an offline build's output
+// that says a dependency is missing (deps.MissingMessage).
+func missingDependency(output string) (string, bool) { return deps.MissingMessage(output) }
 
 // tail returns the last n bytes of s, at a line start where one is near.
 func tail(s string, n int) string {

@@ -31,8 +31,8 @@ type Config struct {
 	// Repositories are the only places resolution fetches from.
 	Repositories Repositories
 	// Dir is a host directory kept across runs: the mirror's copies of
-	// immutable files and the index of resolutions by key ("" = nothing is
-	// kept but in this process's memory).
+	// immutable files and the index of resolutions by key ("" = a
+	// temporary one, for this Resolver's life).
 	Dir string
 	// Timeout is the CPU time of one command of a resolution job (its
 	// wall time is three times that and a minute: downloads wait).
@@ -72,6 +72,7 @@ type Resolver struct {
 	builder Builder
 	store   *workspace.Store
 	tmp     string
+	own     string // a temporary Dir, removed by Close
 
 	mu     sync.Mutex
 	index  map[string]string // key -> digest ("" = nothing to keep)
@@ -79,17 +80,33 @@ type Resolver struct {
 }
 
 // New returns a Resolver that runs its jobs on b and stores caches in
-// store; tmp holds a job's export while it is packed.
+// store; tmp holds a job's export while it is packed, and the mirror's
+// files for this Resolver's life when cfg.Dir is "".
 func New(cfg Config, b Builder, store *workspace.Store, tmp string) (*Resolver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Dir != "" {
-		if err := os.MkdirAll(filepath.Join(cfg.Dir, "index"), 0o755); err != nil {
+	r := &Resolver{cfg: cfg, builder: b, store: store, tmp: tmp, index: map[string]string{}}
+	if r.cfg.Dir == "" {
+		d, err := os.MkdirTemp(tmp, "murphy-deps-cache-")
+		if err != nil {
 			return nil, fmt.Errorf("deps: %w", err)
 		}
+		r.cfg.Dir, r.own = d, d
 	}
-	return &Resolver{cfg: cfg, builder: b, store: store, tmp: tmp, index: map[string]string{}}, nil
+	if err := os.MkdirAll(filepath.Join(r.cfg.Dir, "index"), 0o755); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("deps: %w", err)
+	}
+	return r, nil
+}
+
+// Close removes what the Resolver kept for itself alone (a temporary
+// mirror cache), never a configured Dir.
+func (r *Resolver) Close() {
+	if r.own != "" {
+		_ = os.RemoveAll(r.own)
+	}
 }
 
 // Request is one snapshot to resolve.
@@ -122,6 +139,8 @@ type Resolution struct {
 	Duration     time.Duration `json:"duration_ns"`
 	Mirror       *MirrorStats  `json:"mirror,omitempty"`
 	Repositories string        `json:"repositories,omitempty"`
+	// Failed is why the resolution failed ("" when it did not).
+	Failed string `json:"failed,omitempty"`
 }
 
 // Failure is a resolution the ecosystem's tool refused, in its own words
@@ -140,7 +159,8 @@ func (f *Failure) Error() string {
 }
 
 // Resolve resolves req's dependencies, once per key. A *Failure is a
-// verdict on the item; other errors are the store's or ctx's.
+// verdict on the item (the Resolution says what was tried); other errors
+// are the store's or ctx's.
 func (r *Resolver) Resolve(ctx context.Context, req Request) (*Resolution, error) {
 	start := time.Now()
 	if r.cfg.Off {
@@ -172,7 +192,9 @@ func (r *Resolver) Resolve(ctx context.Context, req Request) (*Resolution, error
 		return out, nil
 	})
 	if err != nil {
-		return nil, err
+		res.Duration = time.Since(start)
+		res.Failed = err.Error()
+		return res, err
 	}
 	out := *v.(*Resolution)
 	out.Ecosystems, out.Key, out.Repositories, out.Hit = ecos, key, res.Repositories, shared

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/mod/modfile"
+
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/sandbox"
 )
@@ -168,10 +170,32 @@ func Detect(tree string, build, tests []string) ([]string, map[string][]string, 
 	var ecos []string
 	for _, eco := range []string{Maven, Gradle, Go, Python} {
 		if len(ms[eco]) > 0 && (uses(eco, build) || len(tests) > 0 && uses(eco, tests)) {
+			if eco == Go && !requiresModules(tree, ms[Go]) {
+				continue // nothing to download
+			}
 			ecos = append(ecos, eco)
 		}
 	}
 	return ecos, ms, nil
+}
+
+// requiresModules reports whether a go.mod of the snapshot requires a
+// module (one that cannot be read counts: go will say why).
+func requiresModules(tree string, files []string) bool {
+	for _, rel := range files {
+		if path.Base(rel) != "go.mod" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(tree, filepath.FromSlash(rel)))
+		if err != nil {
+			return true
+		}
+		f, err := modfile.ParseLax(rel, b, nil)
+		if err != nil || len(f.Require) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Key names a resolution: the resolver, the repositories, the commands

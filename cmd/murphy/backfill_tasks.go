@@ -17,8 +17,10 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/murphy-rl/murphy/backfill"
+	"github.com/murphy-rl/murphy/backfill/deps"
 	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
+	"github.com/murphy-rl/murphy/sandbox"
 )
 
 // The task builder's flags, shared by `backfill tasks` and `backfill
@@ -27,17 +29,59 @@ const (
 	flagWorkspaceStore = "workspace-store"
 	flagBuildWorkers   = "build-workers"
 	flagBuildTimeout   = "build-timeout"
+	flagBwrap          = "bwrap"
+	flagMavenLocal     = "maven-local-repository"
+	flagResolve        = "resolve"
+	flagDepsCache      = "deps-cache"
+	flagMavenRepo      = "maven-repository"
+	flagGoProxy        = "go-proxy"
+	flagPyPI           = "pypi-index"
+	flagPyPIFiles      = "pypi-files"
+	flagResolveTimeout = "resolve-timeout"
 )
 
 func addTaskBuilderFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.String(flagWorkspaceStore, "", "workspace store URL the tasks' snapshots go to (directory, file://, s3://, gs://); execute must read the same one")
+	repos := deps.DefaultRepositories()
+	dc := deps.DefaultConfig()
+	f.String(flagWorkspaceStore, "", "workspace store URL the tasks' snapshots and dependency caches go to (directory, file://, s3://, gs://); execute must read the same one")
 	f.Int(flagBuildWorkers, 0, "builds run at once in the build sandbox (0 = one per CPU)")
 	f.Duration(flagBuildTimeout, 0, "CPU-time limit of one build command, the task's timeout_ms (0 = 60s, 120s for Go; an item's timeout_ms wins)")
+	f.String(flagBwrap, sandbox.DefaultBuilderConfig().Bwrap, "the bubblewrap binary of the build sandbox")
+	f.String(flagMavenLocal, "", "a Maven local repository bound read-only into builds of tasks without a dependency cache (builder.maven_repository)")
+	f.Bool(flagResolve, true, "resolve each snapshot's dependencies (Maven, Gradle, Go modules, Python requirements) from the configured repositories into a dependency cache the task names; false: builds use only what the sandbox has")
+	f.String(flagDepsCache, "", "host directory kept across runs: the resolver's copies of fetched files and its index of resolutions (default: a temporary one for this run)")
+	f.StringSlice(flagMavenRepo, repos.Maven, "Maven repositories resolution may fetch from, in order (every repository a build names is served from these)")
+	f.String(flagGoProxy, repos.GoProxy, "the Go module proxy resolution may fetch from (\"\" = none)")
+	f.String(flagPyPI, repos.PyPI, "the Python package index (simple API) resolution may fetch from (\"\" = none)")
+	f.String(flagPyPIFiles, repos.PyPIFiles, "the host the package index links its files on")
+	f.Duration(flagResolveTimeout, dc.Timeout, "CPU-time limit of one command of a resolution")
+}
+
+// depsConfig is the resolver's configuration from the builder's flags.
+func depsConfig(cmd *cobra.Command) (deps.Config, error) {
+	f := cmd.Flags()
+	dc := deps.DefaultConfig()
+	on, _ := f.GetBool(flagResolve)
+	dc.Off = !on
+	dc.Dir, _ = f.GetString(flagDepsCache)
+	dc.Repositories.Maven, _ = f.GetStringSlice(flagMavenRepo)
+	dc.Repositories.GoProxy, _ = f.GetString(flagGoProxy)
+	dc.Repositories.PyPI, _ = f.GetString(flagPyPI)
+	dc.Repositories.PyPIFiles, _ = f.GetString(flagPyPIFiles)
+	dc.Timeout, _ = f.GetDuration(flagResolveTimeout)
+	if dc.Repositories.PyPI == "" {
+		dc.Repositories.PyPIFiles = ""
+	}
+	if err := dc.Validate(); err != nil {
+		return dc, err
+	}
+	return dc, nil
 }
 
 // openBackfillBuilder opens the build sandbox, execute's compile-fix
-// evaluator and the workspace store named by the builder's flags.
+// evaluator, the workspace store and the dependency resolver named by the
+// builder's flags.
 func openBackfillBuilder(cmd *cobra.Command) (*backfill.Builder, func(), error) {
 	f := cmd.Flags()
 	url, _ := f.GetString(flagWorkspaceStore)
@@ -46,6 +90,10 @@ func openBackfillBuilder(cmd *cobra.Command) (*backfill.Builder, func(), error) 
 	if url == "" {
 		return nil, nil, &exitError{code: 2, err: fmt.Errorf("%s: --%s is required: the tasks' snapshots are stored there", cmd.CommandPath(), flagWorkspaceStore)}
 	}
+	dc, err := depsConfig(cmd)
+	if err != nil {
+		return nil, nil, &exitError{code: 2, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+	}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
@@ -53,6 +101,8 @@ func openBackfillBuilder(cmd *cobra.Command) (*backfill.Builder, func(), error) 
 	cfc := compilefix.DefaultConfig()
 	cfc.Store = url
 	cfc.Builder.Workers = workers
+	cfc.Builder.Bwrap, _ = f.GetString(flagBwrap)
+	cfc.Builder.MavenRepository, _ = f.GetString(flagMavenLocal)
 	cf, closeCF, err := compilefix.Open(ctx, cfc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
@@ -62,13 +112,24 @@ func openBackfillBuilder(cmd *cobra.Command) (*backfill.Builder, func(), error) 
 		closeCF()
 		return nil, nil, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
 	}
-	b := backfill.NewBuilder(store, cf, backfill.Options{Timeout: timeout})
-	return b, func() { _ = store.Close(); closeCF() }, nil
+	b, err := backfill.NewBuilder(store, cf, dc, backfill.Options{Timeout: timeout})
+	if err != nil {
+		_ = store.Close()
+		closeCF()
+		return nil, nil, fmt.Errorf("%s: %w", cmd.CommandPath(), err)
+	}
+	return b, func() {
+		if b.Deps != nil {
+			b.Deps.Close()
+		}
+		_ = store.Close()
+		closeCF()
+	}, nil
 }
 
 // backfillTasksOptions are the flags of one item given on the command line.
 type backfillTasksOptions struct {
-	manifest, out, report             string
+	manifest, out, report, yield      string
 	name, repo, fail, fix, patch, log string
 	build, tests, language, toolchain string
 	operators                         []string
@@ -125,7 +186,8 @@ Needs root and bubblewrap (apt-get install -y bubblewrap).`,
 	f := cmd.Flags()
 	f.StringVar(&o.manifest, "manifest", "", "items to build: YAML or JSON (a list, or {items: [...]}), or JSONL")
 	f.StringVar(&o.out, "out", "-", "where the tasks go, native JSONL (- = stdout)")
-	f.StringVar(&o.report, "report", "", "JSONL of one record per item: its tasks' ids, rejections, provenance, error")
+	f.StringVar(&o.report, "report", "", "JSONL of one record per item: its tasks' ids, rejections, provenance, dependency resolution, error")
+	f.StringVar(&o.yield, "yield", "", "the run's yield as JSON (items reproduced, rejected by reason, time per item, dependency-cache hits); its text goes to stderr")
 	f.StringVar(&o.name, "name", "", "name of the item in task ids and reports (default: the repository's)")
 	f.StringVar(&o.repo, "repo", "", "git repository (directory or bundle) or, to inject, a directory or .tar.gz")
 	f.StringVar(&o.fail, "fail", "", "failing revision (history), or the revision to inject into")
@@ -241,15 +303,16 @@ func splitCommand(s string) ([]string, error) {
 
 // itemReport is one line of --report.
 type itemReport struct {
-	Item        string                `json:"item"`
-	Kind        string                `json:"kind"`
-	Tasks       []string              `json:"tasks"`
-	Rejected    []backfill.Rejection  `json:"rejected,omitempty"`
-	Provenance  []backfill.Provenance `json:"provenance,omitempty"`
-	Cause       string                `json:"cause,omitempty"`
-	Diagnostics map[string]int        `json:"diagnostics,omitempty"`
-	Error       string                `json:"error,omitempty"`
-	DurationMS  int64                 `json:"duration_ms"`
+	Item         string                `json:"item"`
+	Kind         string                `json:"kind"`
+	Tasks        []string              `json:"tasks"`
+	Rejected     []backfill.Rejection  `json:"rejected,omitempty"`
+	Provenance   []backfill.Provenance `json:"provenance,omitempty"`
+	Cause        string                `json:"cause,omitempty"`
+	Diagnostics  map[string]int        `json:"diagnostics,omitempty"`
+	Dependencies *deps.Resolution      `json:"dependencies,omitempty"`
+	Error        string                `json:"error,omitempty"`
+	DurationMS   int64                 `json:"duration_ms"`
 }
 
 func runBackfillTasks(ctx context.Context, b backfill.TaskBuilder, items []backfill.Item, bad int, o backfillTasksOptions, stdout, stderr io.Writer) error {
@@ -276,6 +339,7 @@ func runBackfillTasks(ctx context.Context, b backfill.TaskBuilder, items []backf
 	seen := map[string]bool{}
 	reasons := map[string]int{}
 	built, rejected, failed := 0, 0, 0
+	y := backfill.NewYield()
 	for _, it := range items {
 		if ctx.Err() != nil {
 			break
@@ -286,14 +350,18 @@ func runBackfillTasks(ctx context.Context, b backfill.TaskBuilder, items []backf
 		}
 		t0 := time.Now()
 		res, err := b.BuildItem(ctx, it)
-		r := itemReport{Item: name, Kind: it.Kind, DurationMS: time.Since(t0).Milliseconds(), Tasks: []string{}}
+		took := time.Since(t0)
+		if ctx.Err() == nil {
+			y.Add(name, it.Kind, res, err, took)
+		}
+		r := itemReport{Item: name, Kind: it.Kind, DurationMS: took.Milliseconds(), Tasks: []string{}}
 		if err != nil {
 			failed++
 			r.Error = err.Error()
 			fmt.Fprintf(stderr, "murphy backfill tasks: %s: %v\n", name, err)
 		}
 		if res != nil {
-			r.Rejected, r.Provenance, r.Cause, r.Diagnostics = res.Rejected, res.Provenance, res.Cause, res.Diagnostics
+			r.Rejected, r.Provenance, r.Cause, r.Diagnostics, r.Dependencies = res.Rejected, res.Provenance, res.Cause, res.Diagnostics, res.Dependencies
 			for _, task := range res.Tasks {
 				r.Tasks = append(r.Tasks, task.TaskID)
 				if seen[task.TaskID] {
@@ -327,6 +395,16 @@ func runBackfillTasks(ctx context.Context, b backfill.TaskBuilder, items []backf
 		}
 	}
 	writeBackfillSummary(stderr, len(items), built, rejected, failed, bad, reasons, time.Since(start))
+	y.WriteText(stderr)
+	if o.yield != "" {
+		b, err := json.MarshalIndent(y, "", "  ")
+		if err == nil {
+			err = os.WriteFile(o.yield, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("backfill tasks: yield: %w", err)
+		}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("backfill tasks: %w", ctx.Err())
 	}
