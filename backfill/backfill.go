@@ -61,8 +61,8 @@ const (
 	RejectDuplicate         = "duplicate"          // an identical patch was already kept
 	RejectNotDiagnosed      = "not_diagnosed"      // injection: the build fails elsewhere than the mutation
 	RejectSandbox           = "sandbox_error"
-	RejectDependency        = "dependency"         // the log's errors are inside installed dependencies, not the repository
-	RejectBuildFails        = "build_failed"       // the failing snapshot's build stops before it compiles anything
+	RejectDependency        = "dependency"   // the log's errors are inside installed dependencies, not the repository
+	RejectBuildFails        = "build_failed" // the failing snapshot's build stops before it compiles anything
 )
 
 // Rejection is a candidate task that did not verify.

@@ -40,7 +40,7 @@ var compileTools = map[string]bool{
 
 type evidence struct {
 	infra, net, env, dep, compile, test, failedMarker bool
-	compileDiag, testDiag, lintDiag                bool
+	compileDiag, testDiag, lintDiag                   bool
 	// failed holds the causes of the goals, tasks, scripts and commands the
 	// log shows failing (structure.go).
 	failed map[string]bool

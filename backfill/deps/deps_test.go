@@ -284,3 +284,94 @@ func TestResolveMavenRealProject(t *testing.T) {
 		t.Fatalf("offline build of the failing tree: %v %+v\n%s", err, broken, broken.Commands[0].Output)
 	}
 }
+
+// writeTree writes files into a fresh directory readable by the build's
+// uid.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestResolveGoModules resolves a module's requirement through the Go
+// module proxy (go.sum checked against the checksum database) and builds
+// it offline from the cache.
+func TestResolveGoModules(t *testing.T) {
+	reachable(t, "proxy.golang.org")
+	r, store, b := testResolver(t)
+	tree := writeTree(t, map[string]string{
+		"go.mod": "module example.com/m\n\ngo 1.21\n\nrequire github.com/google/uuid v1.6.0\n",
+		"go.sum": "github.com/google/uuid v1.6.0 h1:NIvaJDMOsjHA8n1jAhLSgzrAzy1Hgr+hNrb57e+94F0=\n" +
+			"github.com/google/uuid v1.6.0/go.mod h1:TIyPZe4MgqvfeYDBFedMoGGpEw/LqOeaOT+nhxU+yHo=\n",
+		"main.go": "package main\n\nimport \"github.com/google/uuid\"\n\nfunc main() { println(uuid.NewString() != \"\") }\n",
+	})
+	build := []string{"go", "build", "./..."}
+	res, err := r.Resolve(context.Background(), Request{Tree: tree, Build: build})
+	if err != nil || res.Digest == "" || len(res.Ecosystems) != 1 || res.Ecosystems[0] != Go {
+		t.Fatalf("%+v %v", res, err)
+	}
+	t.Logf("resolved %v: %d files, mirror %+v", res.Ecosystems, res.Files, res.Mirror)
+	deps := materialise(t, store, res.Digest)
+	out, err := b.Build(context.Background(), &sandbox.BuildJob{Tree: tree, Deps: deps, Commands: [][]string{build},
+		Limits: sandbox.BuildLimits{CPU: 2 * time.Minute, Wall: 4 * time.Minute}})
+	if err != nil || !out.OK() {
+		t.Fatalf("offline build: %v %+v\n%s", err, out, out.Commands[0].Output)
+	}
+	// A go.sum that lies is refused by the checksum check, in go's words.
+	bad := writeTree(t, map[string]string{
+		"go.mod":  "module example.com/m\n\ngo 1.21\n\nrequire github.com/google/uuid v1.5.0\n",
+		"go.sum":  "github.com/google/uuid v1.5.0 h1:NIvaJDMOsjHA8n1jAhLSgzrAzy1Hgr+hNrb57e+94F0=\ngithub.com/google/uuid v1.5.0/go.mod h1:TIyPZe4MgqvfeYDBFedMoGGpEw/LqOeaOT+nhxU+yHo=\n",
+		"main.go": "package main\n\nimport _ \"github.com/google/uuid\"\n\nfunc main() {}\n",
+	})
+	if res, err := r.Resolve(context.Background(), Request{Tree: bad, Build: build}); err == nil || !strings.Contains(err.Error(), "checksum mismatch") || res.Failed == "" {
+		t.Fatalf("a wrong go.sum: %+v %v", res, err)
+	}
+}
+
+// TestResolvePythonRequirements installs a requirements file's and a
+// project's declared distributions from PyPI (the project itself left
+// out), and imports them offline from the cache; a requirement PyPI does
+// not have is a failure in pip's words.
+func TestResolvePythonRequirements(t *testing.T) {
+	reachable(t, "pypi.org")
+	r, store, b := testResolver(t)
+	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
+		t.Skip("the sandbox's python3 has no pip (apt-get install python3-pip)")
+	}
+	tree := writeTree(t, map[string]string{
+		"requirements.txt": "six==1.16.0\n",
+		"pyproject.toml":   "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"demo\"\nversion = \"0.1\"\ndependencies = [\"packaging==24.0\"]\n",
+		"demo/__init__.py": "import six, packaging.version\nV = packaging.version.Version('1.0')\n",
+	})
+	run := []string{"python3", "-c", "import demo, six, importlib.util; assert demo.V.major == 1; assert importlib.util.find_spec('demo').origin.startswith('/work/')"}
+	res, err := r.Resolve(context.Background(), Request{Tree: tree, Build: run})
+	if err != nil || res.Digest == "" || len(res.Ecosystems) != 1 || res.Ecosystems[0] != Python {
+		t.Fatalf("%+v %v", res, err)
+	}
+	t.Logf("resolved %v: %d files, mirror %+v", res.Ecosystems, res.Files, res.Mirror)
+	deps := materialise(t, store, res.Digest)
+	if _, err := os.Stat(filepath.Join(deps, "python", "demo")); err == nil {
+		t.Error("the project itself was installed into the cache")
+	}
+	out, err := b.Build(context.Background(), &sandbox.BuildJob{Tree: tree, Deps: deps, Commands: [][]string{run}})
+	if err != nil || !out.OK() {
+		t.Fatalf("offline run: %v %+v\n%s", err, out, out.Commands[0].Output)
+	}
+	missing := writeTree(t, map[string]string{"requirements.txt": "murphy-no-such-distribution-zz==9.9\n", "run.py": "print(1)\n"})
+	if res, err := r.Resolve(context.Background(), Request{Tree: missing, Build: []string{"python3", "run.py"}}); err == nil ||
+		!strings.Contains(err.Error(), "murphy-no-such-distribution-zz") || res.Failed == "" {
+		t.Fatalf("a distribution PyPI lacks: %+v %v", res, err)
+	}
+}

@@ -304,6 +304,9 @@ func plan(ecos []string, ms map[string][]string, build, tests []string) job {
 			env["GOMODCACHE"] = "/tmp/" + jobDeps + "/" + sandbox.DepsGo
 		case Python:
 			env["PIP_INDEX_URL"] = mirrorURL + routePyPI
+			// the build after the resolver sees what it installed, as
+			// builds from the cache will
+			env["PYTHONPATH"] = "/tmp/" + jobDeps + "/" + sandbox.DepsPython
 			env["PIP_CACHE_DIR"] = "/tmp/pip-cache"
 			env["PYTHONDONTWRITEBYTECODE"] = "1"
 			j.files["murphy-resolve/resolve_python.py"] = resolvePython
