@@ -97,8 +97,9 @@ trap cleanup EXIT
 
 stamp "installs started"
 # apt-get takes a lock: the Debian packages go one script after another.
-background debian bash -c 'bash sandbox/install-test-deps.sh && bash tasks/builtin/install-test-deps.sh &&
-  bash internal/inspect/install-test-deps.sh && bash deploy/prometheus/install-test-deps.sh'
+background debian bash -c 'bash sandbox/install-test-deps.sh && bash backfill/install-test-deps.sh &&
+  bash tasks/builtin/install-test-deps.sh && bash internal/inspect/install-test-deps.sh &&
+  bash deploy/prometheus/install-test-deps.sh'
 # pip, one process at a time: the reader's and trainer's packages, then the
 # llama.cpp server.
 python_ready=$logs/python.ready
@@ -125,6 +126,11 @@ deploy/kafka/kafka.sh start
 # (MURPHY_KAFKA_SASL_BROKERS, ..., see deploy/kafka/README.md).
 while IFS= read -r kv; do export "$kv"; done < <(deploy/kafka/kafka.sh env)
 export MURPHY_REQUIRE_PYTHON=1 MURPHY_REQUIRE_PROMTOOL=1 CI=${CI:-true}
+# Dependency resolution's host cache (what Maven Central, the Go proxy and
+# PyPI served, and the index of resolutions), shared by the run's tests: the
+# backfill, deps and CLI suites fetch each artifact once.
+export MURPHY_DEPS_CACHE=${MURPHY_DEPS_CACHE:-$root/.cache/deps}
+mkdir -p "$MURPHY_DEPS_CACHE"
 
 short=()
 [ -n "${MURPHY_TEST_SHORT:-}" ] && short=(-short)
