@@ -280,6 +280,25 @@ func (b *Builder) history(ctx context.Context, it Item, name string, res *Result
 		return nil
 	}
 	prov.LogTargets = len(targets)
+	inRepo, v := inRepository(targets, &prov)
+	if !v.ok() {
+		res.reject(name, v.reason, v.detail)
+		return nil
+	}
+	digest, err := b.put(ctx, tmp)
+	if err != nil {
+		return rejectErr(badInput("snapshot of %s: %v", prov.Fail, err))
+	}
+	task := b.newTask(it, SourceHistory, inferLanguage(it.Language, tmp), digest, ref)
+	if ok, err := b.resolved(ctx, name, "", task, &prov, res); !ok {
+		return err
+	}
+	return b.verifyHistory(ctx, name, task, inRepo, &prov, res)
+}
+
+// inRepository returns the targets in files of the repository, recording
+// the others as dropped; it refuses an item none of whose targets is.
+func inRepository(targets []logTarget, prov *Provenance) ([]logTarget, *verdict) {
 	var inRepo, away []logTarget
 	for _, t := range targets {
 		if t.inRepo {
@@ -289,27 +308,14 @@ func (b *Builder) history(ctx context.Context, it Item, name string, res *Result
 			prov.TargetMap = append(prov.TargetMap, TargetMatch{Log: t.record(), Dropped: "no file of the repository"})
 		}
 	}
-	if len(inRepo) == 0 {
-		detail, installed := outside(away)
-		if installed {
-			res.reject(name, RejectDependency, "the log's compile errors are all inside installed dependencies, not the repository's sources: "+detail)
-		} else {
-			res.reject(name, RejectNotReproduced, "the log's compile errors name no file of the repository: "+detail)
-		}
-		return nil
+	if len(inRepo) > 0 {
+		return inRepo, nil
 	}
-	digest, err := b.put(ctx, tmp)
-	if err != nil {
-		return rejectErr(badInput("snapshot of %s: %v", prov.Fail, err))
+	detail, installed := outside(away)
+	if installed {
+		return nil, refuse(RejectDependency, "the log's compile errors are all inside installed dependencies, not the repository's sources: %s", detail)
 	}
-	task := b.newTask(it, SourceHistory, inferLanguage(it.Language, tmp), digest, ref)
-	if v, err := b.withDependencies(ctx, task, &prov, res); err != nil || !v.ok() {
-		if v != nil {
-			res.reject(name, v.reason, v.detail)
-		}
-		return err
-	}
-	return b.verifyHistory(ctx, name, task, inRepo, &prov, res)
+	return nil, refuse(RejectNotReproduced, "the log's compile errors name no file of the repository: %s", detail)
 }
 
 // fixSplit resolves the item's revisions into prov and splits its fix by

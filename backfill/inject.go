@@ -77,11 +77,7 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 		return rejectErr(badInput("snapshot: %v", err))
 	}
 	clean := b.newTask(it, SourceInject, lang, digest, "")
-	var prov Provenance
-	if v, err := b.withDependencies(ctx, clean, &prov, res); err != nil || !v.ok() {
-		if v != nil {
-			res.reject(name, v.reason, "the clean tree: "+v.detail)
-		}
+	if ok, err := b.resolved(ctx, name, "the clean tree: ", clean, &Provenance{}, res); !ok {
 		return err
 	}
 	base, v, err := b.baseline(ctx, clean)

@@ -56,6 +56,20 @@ func (b *Builder) withDependencies(ctx context.Context, task *topics.Task, prov 
 	return nil, nil
 }
 
+// resolved resolves task's dependencies (withDependencies); false when
+// the item was rejected for them (what prefixes the detail) or err is set.
+func (b *Builder) resolved(ctx context.Context, name, what string, task *topics.Task, prov *Provenance, res *Result) (bool, error) {
+	v, err := b.withDependencies(ctx, task, prov, res)
+	if err != nil {
+		return false, err
+	}
+	if !v.ok() {
+		res.reject(name, v.reason, what+v.detail)
+		return false, nil
+	}
+	return true, nil
+}
+
 func hitOrMiss(r *deps.Resolution) string {
 	if r.Hit {
 		return "cache hit"

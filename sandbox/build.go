@@ -508,6 +508,12 @@ func validateJob(job *BuildJob) error {
 	if len(job.Keep) > 0 && job.Export == "" {
 		return errors.New("build job keeps directories but has no export directory")
 	}
+	return validateJobInputs(job)
+}
+
+// validateJobInputs checks the files a job writes and its dependency
+// cache.
+func validateJobInputs(job *BuildJob) error {
 	for p := range job.Files {
 		if p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
 			return fmt.Errorf("build job writes %q outside /tmp", p)
@@ -710,19 +716,12 @@ func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim Buil
 		outDone.Add(1)
 		go outs[i].run(r, &outDone)
 	}
-	var info *os.File // bwrap's --info-fd: the sandbox's pid on the host
-	if job.Network != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range extra {
-				f.Close()
-			}
-			fail(topics.SandboxErrorInternal, "pipe: %v", err)
-			return
-		}
-		defer r.Close()
-		info, extra = r, append(extra, w)
+	info, extra, err := infoPipe(job, extra) // bwrap's --info-fd: the sandbox's pid on the host
+	if err != nil {
+		fail(topics.SandboxErrorInternal, "pipe: %v", err)
+		return
 	}
+	defer closeFile(info)
 	var log tailBuffer
 	log.max = 8 << 10
 	cmd := exec.Command(b.cfg.Bwrap, b.bwrapArgs(s, job, jobDir, lim)...)
@@ -785,14 +784,12 @@ func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim Buil
 		hello.Stop()
 		return
 	}
-	if job.Network != nil {
-		stop, err := serveNetwork(info, job.Network)
-		if err != nil {
-			fail(topics.SandboxErrorInternal, "build network: %v", err)
-			return
-		}
-		defer stop()
+	stop, err := serveNetwork(info, job.Network)
+	if err != nil {
+		fail(topics.SandboxErrorInternal, "build network: %v", err)
+		return
 	}
+	defer stop()
 	b.cg.attach(s.id, cmd.Process.Pid)
 	cpuNow := func() (time.Duration, bool) { return b.cg.cpu(s.id) }
 	_, haveCPU := cpuNow()

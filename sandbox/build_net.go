@@ -26,9 +26,36 @@ import (
 // network namespace.
 const NetworkAddr = "127.0.0.1:3142"
 
+// infoPipe adds the write end of bubblewrap's info descriptor to extra
+// for a job with a Network handler and returns the read end (nil for
+// other jobs). On error every file of extra is closed.
+func infoPipe(job *BuildJob, extra []*os.File) (*os.File, []*os.File, error) {
+	if job.Network == nil {
+		return nil, extra, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		for _, f := range extra {
+			f.Close()
+		}
+		return nil, nil, err
+	}
+	return r, append(extra, w), nil
+}
+
+func closeFile(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
 // serveNetwork reads the sandbox's pid from bwrap's info descriptor and
-// serves h on NetworkAddr in its network namespace until stop.
+// serves h on NetworkAddr in its network namespace until stop; without a
+// handler it does nothing.
 func serveNetwork(info *os.File, h http.Handler) (stop func(), err error) {
+	if h == nil {
+		return func() {}, nil
+	}
 	var bw struct {
 		ChildPid int `json:"child-pid"`
 	}

@@ -166,13 +166,14 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 	mk := func(tool, msg string) block {
 		return block{start: i, end: i, tool: tool, message: msg}
 	}
+	if b, ok := runnerHead(lines, i, t); ok {
+		return b, true
+	}
 	switch {
 	case mvnGoalRE.MatchString(l):
 		b := mk(toolMaven, strings.TrimPrefix(l, "[ERROR] "))
 		b.end = levelRun(lines, i, false)
-		if a, g := mavenGoal(b.message); a != "" {
-			b.code = a + ":" + g
-		}
+		b.code = goalCode(b.message)
 		return b, true
 	case mvnTestRE.MatchString(l) || mvnTestsRunRE.MatchString(l):
 		b := mk(toolSurefire, strings.TrimPrefix(l, "[ERROR] "))
@@ -189,21 +190,6 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 		return b, true
 	case tracebackRE.MatchString(l):
 		return traceback(lines, i), true
-	case strings.HasPrefix(l, pytestQuote) && (pyQuotedFrameRE.MatchString(l) || tracebackRE.MatchString(l[len(pytestQuote):])):
-		return quoted(lines, i), true
-	case toxInvocationRE.MatchString(l):
-		b := mk(toolTox, l)
-		b.code = toxInvocationRE.FindStringSubmatch(l)[1]
-		return b, true
-	case toxExitRE.MatchString(l):
-		b := mk(toolTox, l)
-		b.code = toxExitRE.FindStringSubmatch(l)[1]
-		return b, true
-	case t == "BUILD FAILED" && i+1 < len(lines) && antFailRE.MatchString(strings.TrimSpace(lines[i+1])):
-		m := antFailRE.FindStringSubmatch(strings.TrimSpace(lines[i+1]))
-		b := mk(toolAnt, m[3])
-		b.file, b.line, b.end = m[1], atoi(m[2]), i+1
-		return b, true
 	case jenkinsErrRE.MatchString(l):
 		b := mk(toolJenkins, l)
 		b.end = continuation(lines, i, false)
@@ -217,9 +203,7 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 	case gradleFailRE.MatchString(l):
 		b := mk(toolGradle, l)
 		b.end = gradleFailure(lines, i, &b)
-		if m := gradleExecRE.FindStringSubmatch(b.message); m != nil {
-			b.code = m[1]
-		}
+		b.code = gradleTask(b.message)
 		return b, true
 	case gradleTestRE.MatchString(l):
 		m := gradleTestRE.FindStringSubmatch(l)
@@ -321,12 +305,7 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 		for j+1 < len(lines) && j+1-i < maxBlockLines && npmErrRE.MatchString(lines[j+1]) {
 			j++
 		}
-		b.end = j
-		for k := i; k <= j && b.code == ""; k++ {
-			if m := npmScriptRE.FindStringSubmatch(lines[k]); m != nil {
-				b.code = m[1] + m[2] + m[3]
-			}
-		}
+		b.end, b.code = j, npmScript(lines[i:j+1])
 		return b, true
 	case gitFatalRE.MatchString(l):
 		tool := toolShell
@@ -350,6 +329,29 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 	if m := toolErrRE.FindStringSubmatch(l); m != nil && toolErrWords.MatchString(m[2]) && !knownNoise(m[1]) && !javaExcRE.MatchString(l) {
 		b := mk(toolShell, l)
 		b.code = m[1]
+		return b, true
+	}
+	return block{}, false
+}
+
+// runnerHead reports the blocks of test runners and build wrappers that
+// say what failed: an error pytest quotes, tox's failed command, Ant's
+// failed task.
+func runnerHead(lines []string, i int, t string) (block, bool) {
+	l := lines[i]
+	b := block{start: i, end: i, message: l}
+	switch {
+	case strings.HasPrefix(l, pytestQuote) && (pyQuotedFrameRE.MatchString(l) || tracebackRE.MatchString(l[len(pytestQuote):])):
+		return quoted(lines, i), true
+	case toxInvocationRE.MatchString(l):
+		b.tool, b.code = toolTox, toxInvocationRE.FindStringSubmatch(l)[1]
+		return b, true
+	case toxExitRE.MatchString(l):
+		b.tool, b.code = toolTox, toxExitRE.FindStringSubmatch(l)[1]
+		return b, true
+	case t == "BUILD FAILED" && i+1 < len(lines) && antFailRE.MatchString(strings.TrimSpace(lines[i+1])):
+		m := antFailRE.FindStringSubmatch(strings.TrimSpace(lines[i+1]))
+		b.tool, b.message, b.file, b.line, b.end = toolAnt, m[3], m[1], atoi(m[2]), i+1
 		return b, true
 	}
 	return block{}, false

@@ -145,27 +145,11 @@ func (e *evidence) cause(failed, passed, anyDiag bool, steps, tools []Step) stri
 			}
 		}
 	}
-	switch {
-	case e.infra:
-		return CauseInfra
-	case e.env, len(e.weakAt) > 0 && e.weakAt[len(e.weakAt)-1] >= e.seen-3:
-		return CauseEnvironment
-	case e.dep:
-		return CauseDependency
-	case e.net:
-		return CauseInfra
-	case e.failed[CauseCompile]:
-		return CauseCompile
-	case e.failed[CauseTest]:
-		return CauseTest
-	case e.failed[CauseLint]:
-		return CauseLint
-	case e.lintDiag && !e.compileDiag:
-		return CauseLint
-	case e.compileDiag:
-		return CauseCompile
-	case e.testDiag:
-		return CauseTest
+	if c := e.told(); c != "" {
+		return c
+	}
+	if c := e.structural(); c != "" {
+		return c
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		if steps[i].Failed {
@@ -179,14 +163,44 @@ func (e *evidence) cause(failed, passed, anyDiag bool, steps, tools []Step) stri
 		return CauseCompile
 	case e.test:
 		return CauseTest
-	}
-	if passed && !failed && !anyDiag {
-		return CauseNone
-	}
-	if !failed && !anyDiag && !e.failedMarker {
+	case passed && !failed && !anyDiag, !failed && !anyDiag && !e.failedMarker:
 		return CauseNone
 	}
 	return CauseUnknown
+}
+
+// told is the cause the tools' messages name: infrastructure, the
+// environment, a dependency ("" = none).
+func (e *evidence) told() string {
+	switch {
+	case e.infra:
+		return CauseInfra
+	case e.env, len(e.weakAt) > 0 && e.weakAt[len(e.weakAt)-1] >= e.seen-3:
+		return CauseEnvironment
+	case e.dep:
+		return CauseDependency
+	case e.net:
+		return CauseInfra
+	}
+	return ""
+}
+
+// structural is the cause of what failed (a goal, task, script), else of
+// the diagnostics' kinds ("" = none).
+func (e *evidence) structural() string {
+	switch {
+	case e.failed[CauseCompile]:
+		return CauseCompile
+	case e.failed[CauseTest]:
+		return CauseTest
+	case e.failed[CauseLint], e.lintDiag && !e.compileDiag:
+		return CauseLint
+	case e.compileDiag:
+		return CauseCompile
+	case e.testDiag:
+		return CauseTest
+	}
+	return ""
 }
 
 // mojo parses the name of a Maven mojo step ("maven-compiler-plugin:3.1:compile

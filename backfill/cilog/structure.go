@@ -38,6 +38,32 @@ func mavenGoal(msg string) (artifact, goal string) {
 	return m[2], m[4]
 }
 
+// goalCode is the code of a Maven goal failure: "artifact:goal".
+func goalCode(msg string) string {
+	if a, g := mavenGoal(msg); a != "" {
+		return a + ":" + g
+	}
+	return ""
+}
+
+// gradleTask is the path of the task a Gradle failure names.
+func gradleTask(msg string) string {
+	if m := gradleExecRE.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// npmScript is the script npm's error lines say it ran.
+func npmScript(lines []string) string {
+	for _, l := range lines {
+		if m := npmScriptRE.FindStringSubmatch(l); m != nil {
+			return m[1] + m[2] + m[3]
+		}
+	}
+	return ""
+}
+
 // mavenPluginCause is the cause a failed goal of a plugin stands for.
 func mavenPluginCause(artifact, goal string) string {
 	stem := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(artifact, "maven-"), "-maven-plugin"), "-plugin")
@@ -146,95 +172,137 @@ func commandCause(cmd string) string {
 	for len(w) > 0 {
 		first := w[0]
 		base := strings.ToLower(path.Base(first))
-		switch {
-		case strings.Contains(first, "=") && !strings.HasPrefix(first, "-"):
-			w = w[1:] // VAR=value
+		if strings.Contains(first, "=") && !strings.HasPrefix(first, "-") || wrappers[base] {
+			w = w[1:] // VAR=value, sudo, time...
 			continue
-		case base == "sudo" || base == "time" || base == "env" || base == "xvfb-run" || base == "nice" || base == "eval" || base == "exec":
-			w = w[1:]
+		}
+		if next, ok := unwrap(base, w); ok {
+			w = next
 			continue
-		case strings.HasPrefix(base, "python") || base == "py" || base == "pypy" || strings.HasPrefix(base, "pypy3"):
-			if len(w) > 2 && w[1] == "-m" {
-				w = w[2:]
-				continue
-			}
-			if len(w) > 1 && !strings.HasPrefix(w[1], "-") {
-				return scriptFileCause(w[1])
-			}
-			return ""
-		case base == "coverage" || base == "coverage3":
-			// coverage run [-m mod | script]
-			rest := w[1:]
-			if len(rest) > 0 && rest[0] == "run" {
-				rest = rest[1:]
-			}
-			for len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "-m" {
-				if strings.HasPrefix(rest[0], "--") && !strings.Contains(rest[0], "=") && len(rest) > 1 && !strings.HasPrefix(rest[1], "-") &&
-					rest[0] != "--branch" && rest[0] != "--parallel-mode" && rest[0] != "--append" {
-					rest = rest[1:]
-				}
-				rest = rest[1:]
-			}
-			if len(rest) > 1 && rest[0] == "-m" {
-				w = rest[1:]
-				continue
-			}
-			if len(rest) > 0 {
-				return scriptFileCause(rest[0])
-			}
-			return CauseTest
-		case base == "go":
-			return goSubcommandCause(w[1:])
-		case base == "cargo":
-			if len(w) > 1 {
-				switch w[1] {
-				case "build", "check", "b", "c":
-					return CauseCompile
-				case "test", "t", "nextest", "bench":
-					return CauseTest
-				case "clippy", "fmt":
-					return CauseLint
-				}
-			}
-			return ""
-		case base == "npm" || base == "yarn" || base == "pnpm" || base == "npx" || base == "make" || base == "gmake" || base == "ant" || base == "rake":
-			for _, a := range w[1:] {
-				if a == "run" || a == "run-script" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
-					continue
-				}
-				if c := scriptCause(a); c != "" {
-					return c
-				}
-				return toolCause(a)
-			}
-			if base == "npm" || base == "yarn" {
-				return "" // "npm install"
-			}
-			return ""
-		case base == "gradle" || base == "gradlew" || base == "./gradlew":
-			for _, a := range w[1:] {
-				if !strings.HasPrefix(a, "-") {
-					if c := gradleTaskCause(a); c != "" {
-						return c
-					}
-				}
-			}
-			return ""
-		case base == "mvn" || base == "mvnw" || base == "./mvnw":
-			for _, a := range w[1:] {
-				switch a {
-				case "compile", "test-compile":
-					return CauseCompile
-				case "checkstyle:check", "pmd:check", "spotbugs:check", "spotless:check", "enforcer:enforce", "apache-rat:check":
-					return CauseLint
-				}
-			}
-			return ""
+		}
+		if sub, ok := subcommands[base]; ok {
+			return sub(w[1:])
 		}
 		if c := toolCause(first); c != "" {
 			return c
 		}
 		return scriptFileCause(first)
+	}
+	return ""
+}
+
+// wrappers run the command that follows them.
+var wrappers = map[string]bool{"sudo": true, "time": true, "env": true, "xvfb-run": true, "nice": true, "eval": true, "exec": true}
+
+// unwrap returns the command a Python interpreter or coverage runs as a
+// module (python -m X, coverage run -m X); ok is false when base is
+// neither or names a script (then scriptArgs decides).
+func unwrap(base string, w []string) ([]string, bool) {
+	switch {
+	case strings.HasPrefix(base, "python") || base == "py" || strings.HasPrefix(base, "pypy"):
+		if len(w) > 2 && w[1] == "-m" {
+			return w[2:], true
+		}
+	case base == "coverage" || base == "coverage3":
+		rest := w[1:]
+		if len(rest) > 0 && rest[0] == "run" {
+			rest = rest[1:]
+		}
+		rest = skipOptions(rest)
+		if len(rest) > 1 && rest[0] == "-m" {
+			return rest[1:], true
+		}
+	}
+	return nil, false
+}
+
+// skipOptions drops coverage run's options and their values.
+func skipOptions(rest []string) []string {
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "-m" {
+		takesValue := strings.HasPrefix(rest[0], "--") && !strings.Contains(rest[0], "=") && len(rest) > 1 &&
+			!strings.HasPrefix(rest[1], "-") && rest[0] != "--branch" && rest[0] != "--parallel-mode" && rest[0] != "--append"
+		if takesValue {
+			rest = rest[1:]
+		}
+		rest = rest[1:]
+	}
+	return rest
+}
+
+// subcommands classify a tool's run by its arguments.
+var subcommands = map[string]func(args []string) string{
+	"go":    goSubcommandCause,
+	"cargo": cargoCause,
+	"npm":   scriptsCause, "yarn": scriptsCause, "pnpm": scriptsCause, "npx": scriptsCause,
+	"make": scriptsCause, "gmake": scriptsCause, "ant": scriptsCause, "rake": scriptsCause,
+	"gradle": gradleArgsCause, "gradlew": gradleArgsCause,
+	"mvn": mavenArgsCause, "mvnw": mavenArgsCause,
+	"coverage": scriptArgs, "coverage3": scriptArgs,
+	"python": scriptArgs, "python3": scriptArgs, "python2": scriptArgs, "pypy": scriptArgs, "pypy3": scriptArgs, "py": scriptArgs,
+}
+
+// scriptArgs: an interpreter (or coverage run) given a script.
+func scriptArgs(args []string) string {
+	if len(args) > 0 && args[0] == "run" {
+		args = skipOptions(args[1:])
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return scriptFileCause(args[0])
+	}
+	return ""
+}
+
+// cargoCause: cargo build/test/clippy.
+func cargoCause(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	switch args[0] {
+	case "build", "check", "b", "c":
+		return CauseCompile
+	case "test", "t", "nextest", "bench":
+		return CauseTest
+	case "clippy", "fmt":
+		return CauseLint
+	}
+	return ""
+}
+
+// scriptsCause: the script or target npm, yarn, make or ant ran.
+func scriptsCause(args []string) string {
+	for _, a := range args {
+		if a == "run" || a == "run-script" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+			continue
+		}
+		if c := scriptCause(a); c != "" {
+			return c
+		}
+		return toolCause(a)
+	}
+	return ""
+}
+
+// gradleArgsCause: the tasks gradle ran.
+func gradleArgsCause(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			if c := gradleTaskCause(a); c != "" {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// mavenArgsCause: the phases and goals mvn ran that say what failed.
+func mavenArgsCause(args []string) string {
+	for _, a := range args {
+		switch a {
+		case "compile", "test-compile":
+			return CauseCompile
+		case "checkstyle:check", "pmd:check", "spotbugs:check", "spotless:check", "enforcer:enforce", "apache-rat:check":
+			return CauseLint
+		}
 	}
 	return ""
 }

@@ -28,7 +28,7 @@ func TestMirrorRefuses(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/m2/g/a/1/a-1.pom":
-			w.Write([]byte("<project/>"))
+			_, _ = w.Write([]byte("<project/>"))
 		case "/m2/away":
 			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data", http.StatusFound)
 		default:
@@ -72,7 +72,7 @@ func TestMirrorRewritesIndexLinks(t *testing.T) {
 	var files *httptest.Server
 	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		w.Write([]byte(`<a href="` + files.URL + `/packages/ab/six-1.16.0-py2.py3-none-any.whl#sha256=00">six</a>`))
+		_, _ = w.Write([]byte(`<a href="` + files.URL + `/packages/ab/six-1.16.0-py2.py3-none-any.whl#sha256=00">six</a>`))
 	}))
 	defer index.Close()
 	files = httptest.NewServer(http.NotFoundHandler())

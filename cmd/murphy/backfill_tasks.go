@@ -351,9 +351,7 @@ func runBackfillTasks(ctx context.Context, b backfill.TaskBuilder, items []backf
 		t0 := time.Now()
 		res, err := b.BuildItem(ctx, it)
 		took := time.Since(t0)
-		if ctx.Err() == nil {
-			y.Add(name, it.Kind, res, err, took)
-		}
+		y.Add(name, it.Kind, res, err, took)
 		r := itemReport{Item: name, Kind: it.Kind, DurationMS: took.Milliseconds(), Tasks: []string{}}
 		if err != nil {
 			failed++
@@ -395,21 +393,31 @@ func runBackfillTasks(ctx context.Context, b backfill.TaskBuilder, items []backf
 		}
 	}
 	writeBackfillSummary(stderr, len(items), built, rejected, failed, bad, reasons, time.Since(start))
-	y.WriteText(stderr)
-	if o.yield != "" {
-		b, err := json.MarshalIndent(y, "", "  ")
-		if err == nil {
-			err = os.WriteFile(o.yield, append(b, '\n'), 0o644)
-		}
-		if err != nil {
-			return fmt.Errorf("backfill tasks: yield: %w", err)
-		}
+	if err := writeYield(y, o.yield, stderr); err != nil {
+		return err
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("backfill tasks: %w", ctx.Err())
 	}
 	if failed > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("backfill tasks: %d of %d items failed; the tasks of the others are written", failed, len(items))}
+	}
+	return nil
+}
+
+// writeYield writes the yield's text to stderr and, when path is set, its
+// JSON to path.
+func writeYield(y *backfill.Yield, path string, stderr io.Writer) error {
+	y.WriteText(stderr)
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(y, "", "  ")
+	if err == nil {
+		err = os.WriteFile(path, append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("backfill tasks: yield: %w", err)
 	}
 	return nil
 }

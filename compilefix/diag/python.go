@@ -60,6 +60,18 @@ func PythonSyntaxError(name string) bool { return pySyntaxRE.MatchString(name) }
 // pytestMarker is what pytest puts before the lines of an error it quotes.
 const pytestMarker = "E   "
 
+// unquote removes what compileall -v ("*** ") and pytest ("E   ") put
+// before the lines of an error.
+func unquote(l string) string {
+	if rest, ok := strings.CutPrefix(l, "*** "); ok && !strings.HasPrefix(rest, "Error compiling '") {
+		l = rest
+	}
+	if rest, ok := strings.CutPrefix(l, pytestMarker); ok {
+		l = rest
+	}
+	return l
+}
+
 func detectPython(in *input) bool {
 	return anyLine(in, pyDetectRE, "Traceback", "File \"", "Error compiling", "Sorry: ")
 }
@@ -79,14 +91,7 @@ func parsePython(in *input, tool string) []item {
 	// step reads one line; it returns what follows a "Sorry:" message
 	// that py_compile printed without a newline, to be read next.
 	step := func(l string, pos int) string {
-		// compileall -v prefixes its error output with "*** ", pytest the
-		// lines of an error it quotes with "E   ".
-		if rest, ok := strings.CutPrefix(l, "*** "); ok && !strings.HasPrefix(rest, "Error compiling '") {
-			l = rest
-		}
-		if rest, ok := strings.CutPrefix(l, pytestMarker); ok {
-			l = rest
-		}
+		l = unquote(l)
 		if !strings.Contains(l, "'...") && !strings.Contains(l, "Sorry: ") && !strings.Contains(l, "Warning: ") &&
 			!strings.HasPrefix(l, "Traceback") && !strings.Contains(l, "File \"") && len(frames) == 0 {
 			return "" // nothing this parser reads

@@ -87,7 +87,7 @@ func deferredReads(fset *token.FileSet, f *ast.File) []string {
 			return true
 		}
 		ast.Inspect(body, func(m ast.Node) bool {
-			if _, ok := m.(*ast.FuncLit); ok && m != nil {
+			if _, ok := m.(*ast.FuncLit); ok {
 				// a nested function's own defers are checked on their own
 				return m.Pos() == body.Pos()
 			}
