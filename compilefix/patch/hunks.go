@@ -1,7 +1,10 @@
 package patch
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
@@ -40,6 +43,15 @@ type hunkError struct {
 
 func (e *hunkError) Error() string { return fmt.Sprintf("hunk %d: %s", e.hunk, e.reason) }
 
+// noMatch is applyHunks's error as an *Error about the file p.
+func noMatch(p string, err error) *Error {
+	var he *hunkError
+	if errors.As(err, &he) {
+		return &Error{Code: CodeNoMatch, Path: p, Hunk: he.hunk, Reason: he.reason}
+	}
+	return errf(CodeNoMatch, p, "%v", err)
+}
+
 // placement records where one hunk went.
 type placement struct {
 	offset int // lines from its stated position
@@ -58,13 +70,27 @@ type applier struct {
 	out        []string
 	lastFrozen int // lines of in already copied or consumed (1-based index of the last)
 	inOffset   int
+	// squashed is in with white space collapsed, for Options.IgnoreSpace.
+	squashed []string
 }
 
-func applyHunks(content []byte, frags []*gitdiff.TextFragment, maxFuzz int) ([]byte, []placement, error) {
+// applyHunks applies frags to content with opt's Fuzz, IgnoreSpace and
+// AnyOrder (opt has its defaults).
+func applyHunks(content []byte, frags []*gitdiff.TextFragment, opt Options) ([]byte, []placement, error) {
 	a := &applier{in: splitLines(content)}
+	if opt.IgnoreSpace {
+		a.squashed = make([]string, len(a.in))
+		for i, l := range a.in {
+			a.squashed[i] = squashSpace(l)
+		}
+	}
+	if opt.AnyOrder {
+		frags = slices.Clone(frags)
+		slices.SortStableFunc(frags, func(x, y *gitdiff.TextFragment) int { return cmp.Compare(x.OldPosition, y.OldPosition) })
+	}
 	places := make([]placement, 0, len(frags))
 	for i, f := range frags {
-		p, err := a.apply(i+1, f, maxFuzz)
+		p, err := a.apply(i+1, f, opt.Fuzz)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -225,9 +251,20 @@ func (a *applier) locate(h hunk, fuzz int) int {
 func (a *applier) match(h hunk, pos, prefixFuzz, suffixFuzz int) bool {
 	for p := prefixFuzz; p < len(h.pattern)-suffixFuzz; p++ {
 		i := pos + p - 1 // 0-based input index
-		if i < 0 || i >= len(a.in) || a.in[i] != h.pattern[p] {
+		if i < 0 || i >= len(a.in) {
+			return false
+		}
+		if a.squashed != nil {
+			if a.squashed[i] != squashSpace(h.pattern[p]) {
+				return false
+			}
+		} else if a.in[i] != h.pattern[p] {
 			return false
 		}
 	}
 	return true
 }
+
+// squashSpace is a line with runs of white space collapsed to one space
+// and its ends trimmed.
+func squashSpace(l string) string { return strings.Join(strings.Fields(l), " ") }
