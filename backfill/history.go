@@ -14,6 +14,7 @@ import (
 	"github.com/murphy-rl/murphy/backfill/cilog"
 	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/compilefix/diag"
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -25,22 +26,6 @@ const (
 	ClassDocs   = "docs"
 	ClassOther  = "other"
 )
-
-// buildConfigNames are build configuration files by base name.
-var buildConfigNames = map[string]bool{
-	"Makefile": true, "makefile": true, "GNUmakefile": true, "CMakeLists.txt": true, "configure": true,
-	"configure.ac": true, "Makefile.am": true, "Makefile.in": true, "meson.build": true, "meson_options.txt": true,
-	"go.mod": true, "go.sum": true, "go.work": true, "go.work.sum": true,
-	"pom.xml": true, "build.gradle": true, "build.gradle.kts": true, "settings.gradle": true, "settings.gradle.kts": true,
-	"gradle.properties": true, "gradlew": true, "gradlew.bat": true, "mvnw": true, "mvnw.cmd": true,
-	"package.json": true, "package-lock.json": true, "yarn.lock": true, "pnpm-lock.yaml": true, "tsconfig.json": true,
-	"Cargo.toml": true, "Cargo.lock": true, "build.rs": true,
-	"setup.py": true, "setup.cfg": true, "pyproject.toml": true, "tox.ini": true, "requirements.txt": true,
-	"Pipfile": true, "Pipfile.lock": true, "poetry.lock": true, "MANIFEST.in": true, "noxfile.py": true,
-	"build.sh": true, "BUILD": true, "BUILD.bazel": true, "WORKSPACE": true, "MODULE.bazel": true,
-	".travis.yml": true, ".gitlab-ci.yml": true, "Jenkinsfile": true, "appveyor.yml": true, ".appveyor.yml": true,
-	"azure-pipelines.yml": true, "Dockerfile": true, ".gitattributes": true, ".gitignore": true,
-}
 
 // docNames are documentation files by base name (any extension).
 var docNames = []string{"README", "CHANGELOG", "CHANGES", "HISTORY", "NEWS", "LICENSE", "LICENCE", "COPYING",
@@ -74,10 +59,7 @@ func Classify(p string) string {
 		return false
 	}
 	switch {
-	case buildConfigNames[base], strings.HasSuffix(base, ".mk"), strings.HasSuffix(base, ".cmake"),
-		strings.HasPrefix(p, ".github/workflows/"), strings.HasPrefix(p, ".github/actions/"),
-		strings.HasPrefix(p, ".circleci/"), strings.HasPrefix(p, ".buildkite/"), strings.HasPrefix(p, ".mvn/"),
-		len(dirs) > 0 && dirs[0] == "gradle", strings.HasPrefix(base, "requirements") && ext == ".txt":
+	case patch.BuildConfig(p):
 		return ClassBuild
 	}
 	stem := strings.TrimSuffix(base, path.Ext(base))

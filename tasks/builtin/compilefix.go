@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -41,13 +42,6 @@ const (
 // go.mod is a separate module that go:embed leaves out, and broken .go
 // files would otherwise be packages of murphy's own module.
 const storedSuffix = ".txt"
-
-// buildConfigNames are the build configuration files of the task set: a
-// repair must not touch them (the executor refuses such patches).
-var buildConfigNames = map[string]bool{
-	"Makefile": true, "makefile": true, "GNUmakefile": true,
-	"go.mod": true, "go.sum": true, "build.sh": true,
-}
 
 // compileFixSpec is the task.json of a task directory.
 type compileFixSpec struct {
@@ -251,7 +245,7 @@ func compileFixPrompt(spec *compileFixSpec, snap *snapshotFS) (string, error) {
 	files := snap.files()
 	var config []string
 	for _, f := range files {
-		if buildConfigNames[path.Base(f)] {
+		if patch.BuildConfig(f) { // a repair must not touch it: the executor refuses such patches
 			config = append(config, f)
 		}
 	}

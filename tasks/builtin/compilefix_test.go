@@ -18,6 +18,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -86,8 +87,9 @@ func TestCompileFixTasks(t *testing.T) {
 					t.Errorf("prompt lacks the target %q", formatDiagnostic(d))
 				}
 			}
+			protected := patch.DefaultProtected(cf.Build)
 			for _, p := range patchPaths(task.ReferencePatch) {
-				if buildConfigNames[path.Base(p)] {
+				if protected(p) {
 					t.Errorf("fix.patch touches the build configuration file %s", p)
 				}
 				if _, ok := files[p]; !ok {
