@@ -104,15 +104,15 @@ func mbppTask(raw []byte) (*topics.Task, error) {
 	t.Prompt = strings.TrimSpace(text) + "\nYour code should pass these tests:\n\n" + strings.Join(r.TestList, "\n") + "\n"
 	add := func(src string, hidden bool, n int) error {
 		src = crlf.Replace(strings.TrimSpace(src))
-		toks, err := tokenize(src)
+		f, err := parsePython(src)
 		if err != nil {
 			return err
 		}
-		sts := statements(toks)
+		sts := statements(f.Root)
 		if len(sts) != 1 {
 			return fmt.Errorf("test %q is not one statement", src)
 		}
-		args, expected, expr, value, ok := splitAssert(src, sts[0], fn)
+		args, expected, expr, value, ok := splitAssert(f, sts[0], fn)
 		if !ok {
 			return fmt.Errorf("test %q is not an assert", src)
 		}

@@ -250,21 +250,24 @@ func TestSplitAssert(t *testing.T) {
 		{`assert f(1) is True`, "", "", "f(1) is True", false},
 	}
 	for _, tc := range cases {
-		toks, err := tokenize(tc.stmt)
+		f, err := parsePython(tc.stmt)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.stmt, err)
 		}
-		sts := statements(toks)
-		args, expected, expr, value, ok := splitAssert(tc.stmt, sts[0], "f")
+		args, expected, expr, value, ok := splitAssert(f, statements(f.Root)[0], "f")
 		if !ok || value != tc.value || args != tc.args || expected != tc.expected || expr != tc.expr {
 			t.Errorf("%s: got (%q, %q, %q, %v, %v)", tc.stmt, args, expected, expr, value, ok)
 		}
 	}
-	if _, err := tokenize("x = (1,\n"); err == nil {
+	if _, err := parsePython("x = (1,\n"); err == nil {
 		t.Error("an unclosed bracket must fail")
 	}
-	if _, err := tokenize("x = 'abc\n"); err == nil {
+	if _, err := parsePython("x = 'abc\n"); err == nil {
 		t.Error("an unterminated string must fail")
+	}
+	f, _ := parsePython("x = 1\n")
+	if _, _, _, _, ok := splitAssert(f, statements(f.Root)[0], "f"); ok {
+		t.Error("an assignment read as an assert")
 	}
 }
 
