@@ -209,6 +209,33 @@ func paramString(p Param) string {
 	return s
 }
 
+// TestBrokenPython: a syntax error (an unclosed bracket) does not swallow
+// the definitions after it, and keywords the parser recovered as names
+// are still keywords.
+func TestBrokenPython(t *testing.T) {
+	t.Parallel()
+	src := "def mean(xs: list) -> float:\n    total = sum(xs)\n    return total / len(xs\n\n\n" +
+		"def label(x) -> str:\n    return f\"mean={x}\"\n\n\nclass C:\n    def m(self):\n        return 1\n"
+	f := mustParse(t, Python, src)
+	var se *SyntaxError
+	if !errors.As(f.Err, &se) || se.Line != 3 {
+		t.Fatalf("Err %v", f.Err)
+	}
+	var got []string
+	for _, fn := range f.Functions() {
+		got = append(got, fmt.Sprintf("%s:%d-%d", fn.Name, f.Line(fn.Span.Start), f.Line(fn.Span.End-1)))
+	}
+	if want := []string{"mean:1-3", "label:6-7", "m:11-12"}; !slices.Equal(got, want) {
+		t.Errorf("functions %v, want %v", got, want)
+	}
+	for _, tk := range f.Code {
+		if tk.Text == "def" && tk.Kind != Keyword {
+			t.Errorf("def at line %d is a %s", tk.Line, tk.Kind)
+		}
+	}
+	checkCoverage(t, "broken.py", f)
+}
+
 func TestFunctionAt(t *testing.T) {
 	t.Parallel()
 	src := "class A:\n    def f(self):\n        def g():\n            return 1\n        return g\n"

@@ -94,12 +94,64 @@ func (f *File) parseTree(g *grammar) error {
 	if err := p.SetLanguage(g.lang); err != nil {
 		return err
 	}
-	tree := p.Parse(f.Src, nil)
+	root, err := parseSpan(p, g, f.Src, 0)
+	if err != nil {
+		return err
+	}
+	f.Root = root
+	f.Tokens = f.treeTokens(f.Root, nil)
+	f.Err = f.firstError(f.Root)
+	if f.Err != nil && f.Lang == Python {
+		if err := f.parsePythonPieces(p, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseSpan parses src[base:] as one file; its nodes carry offsets into
+// src.
+func parseSpan(p *sitter.Parser, g *grammar, src []byte, base int) (*Node, error) {
+	tree := p.Parse(src[base:], nil)
 	if tree == nil {
-		return errors.New("lang: tree-sitter returned no tree")
+		return nil, errors.New("lang: tree-sitter returned no tree")
 	}
 	defer tree.Close()
-	f.Root = copyTree(tree, g)
+	return copyTree(tree, g, base), nil
+}
+
+// parsePythonPieces parses a Python file that has a syntax error again,
+// piece by piece: each top-level def, class or decorated definition (a
+// line at column 0 starting one, outside a string) on its own, so that an
+// error (an unclosed bracket, above all) stays in its piece instead of
+// swallowing the definitions after it, as one parse of the whole file
+// lets it do.
+func (f *File) parsePythonPieces(p *sitter.Parser, g *grammar) error {
+	starts := []int{0}
+	for _, t := range f.Tokens {
+		if t.Col == 0 && t.Start > 0 && (t.Text == "def" || t.Text == "class" || t.Text == "async" || t.Text == "@") {
+			starts = append(starts, t.Start)
+		}
+	}
+	if len(starts) == 1 {
+		return nil
+	}
+	root := &Node{Kind: "module", Named: true, End: len(f.Src)}
+	for i, s := range starts {
+		end := len(f.Src)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		piece, err := parseSpan(p, g, f.Src[:end], s)
+		if err != nil {
+			return err
+		}
+		for _, c := range piece.Children {
+			c.Parent = root
+			root.Children = append(root.Children, c)
+		}
+	}
+	f.Root = root
 	f.Tokens = f.treeTokens(f.Root, nil)
 	f.Err = f.firstError(f.Root)
 	return nil
@@ -107,12 +159,12 @@ func (f *File) parseTree(g *grammar) error {
 
 // copyTree copies a tree-sitter tree into Nodes, walking it once with a
 // cursor.
-func copyTree(tree *sitter.Tree, g *grammar) *Node {
+func copyTree(tree *sitter.Tree, g *grammar, base int) *Node {
 	c := tree.Walk()
 	defer c.Close()
 	node := func() *Node {
 		tn := c.Node()
-		n := &Node{Start: int(tn.StartByte()), End: int(tn.EndByte())}
+		n := &Node{Start: base + int(tn.StartByte()), End: base + int(tn.EndByte())}
 		// Named and Error follow from the kind: fewer calls into C.
 		if id := int(tn.KindId()); id < len(g.kinds) {
 			n.Kind, n.Named = g.kinds[id], g.named[id]
@@ -195,6 +247,8 @@ func (f *File) tokenKind(n *Node) (Kind, bool) {
 	text := string(f.Src[n.Start:n.End])
 	switch {
 	case n.Error:
+	case identKinds[n.Kind] && IsKeyword(f.Lang, text) && n.Ancestor("ERROR") != nil:
+		return Keyword, true // a keyword the parser, recovering, read as a name
 	case identKinds[n.Kind]:
 		return Ident, true
 	case numberKinds[n.Kind]:

@@ -175,6 +175,7 @@ func permOf(m os.FileMode) os.FileMode {
 	return 0o644
 }
 
+// applyFile applies one file diff to the tree's state.
 func (t *tree) applyFile(f *gitdiff.File, git bool) error {
 	name := f.NewName
 	if name == "" {
@@ -195,7 +196,34 @@ func (t *tree) applyFile(f *gitdiff.File, git bool) error {
 			allInsert = false
 		}
 	}
+	oldPath, newPath, perr := t.paths(f, name, git, allInsert)
+	if perr != nil {
+		return perr
+	}
+	switch {
+	case f.IsNew:
+		return t.create(f, newPath)
+	case f.IsDelete:
+		return t.delete(f, oldPath)
+	case f.IsRename || f.IsCopy:
+		return t.rename(f, oldPath, newPath)
+	}
+	st, perr := t.state(oldPath)
+	if perr != nil {
+		return perr
+	}
+	if !st.exists {
+		if allInsert { // "@@ -0,0 +1,n @@" onto a missing file creates it
+			return t.patchInto(st, nil, f, oldPath, 0o644)
+		}
+		return errf(CodeNotFound, oldPath, "file not found")
+	}
+	return t.patchInto(st, st.content, f, oldPath, st.mode)
+}
 
+// paths are the checked tree paths a file diff reads and writes ("" for
+// none): a plain diff's names are resolved against the tree.
+func (t *tree) paths(f *gitdiff.File, name string, git, allInsert bool) (oldPath, newPath string, perr *Error) {
 	var oldName, newName string
 	switch {
 	case f.IsRename || f.IsCopy:
@@ -217,86 +245,73 @@ func (t *tree) applyFile(f *gitdiff.File, git bool) error {
 		}
 		newName = oldName
 	}
-	var oldPath, newPath string
-	var perr *Error
 	if oldName != "" {
 		if oldPath, perr = t.checkPath(oldName); perr != nil {
-			return perr
+			return "", "", perr
 		}
 	}
 	if newName != "" {
 		if newPath, perr = t.checkPath(newName); perr != nil {
-			return perr
+			return "", "", perr
 		}
 	}
+	return oldPath, newPath, nil
+}
 
-	switch {
-	case f.IsNew:
-		dst, perr := t.state(newPath)
-		if perr != nil {
-			return perr
-		}
-		if dst.exists {
-			return errf(CodeExists, newPath, "file already exists; the patch creates it")
-		}
-		return t.patchInto(dst, nil, f, newPath, 0o644)
+func (t *tree) create(f *gitdiff.File, newPath string) error {
+	dst, perr := t.state(newPath)
+	if perr != nil {
+		return perr
+	}
+	if dst.exists {
+		return errf(CodeExists, newPath, "file already exists; the patch creates it")
+	}
+	return t.patchInto(dst, nil, f, newPath, 0o644)
+}
 
-	case f.IsDelete:
-		src, perr := t.state(oldPath)
-		if perr != nil {
-			return perr
-		}
-		if !src.exists {
-			return errf(CodeNotFound, oldPath, "file not found; the patch deletes it")
-		}
-		out, places, err := t.hunks(oldPath, src.content, f.TextFragments)
-		if err != nil {
-			return err
-		}
-		if len(out) != 0 {
-			return errf(CodeNoMatch, oldPath, "the patch deletes the file but does not remove all of its content")
-		}
-		src.note(places)
+func (t *tree) delete(f *gitdiff.File, oldPath string) error {
+	src, perr := t.state(oldPath)
+	if perr != nil {
+		return perr
+	}
+	if !src.exists {
+		return errf(CodeNotFound, oldPath, "file not found; the patch deletes it")
+	}
+	out, places, err := t.hunks(oldPath, src.content, f.TextFragments)
+	if err != nil {
+		return err
+	}
+	if len(out) != 0 {
+		return errf(CodeNoMatch, oldPath, "the patch deletes the file but does not remove all of its content")
+	}
+	src.note(places)
+	src.exists, src.content = false, nil
+	return nil
+}
+
+func (t *tree) rename(f *gitdiff.File, oldPath, newPath string) error {
+	src, perr := t.state(oldPath)
+	if perr != nil {
+		return perr
+	}
+	if !src.exists {
+		return errf(CodeNotFound, oldPath, "file not found; the patch renames or copies it")
+	}
+	if oldPath == newPath {
+		return t.patchInto(src, src.content, f, newPath, src.mode)
+	}
+	dst, perr := t.state(newPath)
+	if perr != nil {
+		return perr
+	}
+	if dst.exists {
+		return errf(CodeExists, newPath, "file already exists; the patch renames or copies onto it")
+	}
+	content, mode := src.content, src.mode
+	if f.IsRename {
 		src.exists, src.content = false, nil
-		return nil
-
-	case f.IsRename || f.IsCopy:
-		src, perr := t.state(oldPath)
-		if perr != nil {
-			return perr
-		}
-		if !src.exists {
-			return errf(CodeNotFound, oldPath, "file not found; the patch renames or copies it")
-		}
-		if oldPath == newPath {
-			return t.patchInto(src, src.content, f, newPath, src.mode)
-		}
-		dst, perr := t.state(newPath)
-		if perr != nil {
-			return perr
-		}
-		if dst.exists {
-			return errf(CodeExists, newPath, "file already exists; the patch renames or copies onto it")
-		}
-		content, mode := src.content, src.mode
-		if f.IsRename {
-			src.exists, src.content = false, nil
-		}
-		return t.patchInto(dst, content, f, newPath, mode)
-
-	default:
-		st, perr := t.state(oldPath)
-		if perr != nil {
-			return perr
-		}
-		if !st.exists {
-			if allInsert { // "@@ -0,0 +1,n @@" onto a missing file creates it
-				return t.patchInto(st, nil, f, oldPath, 0o644)
-			}
-			return errf(CodeNotFound, oldPath, "file not found")
-		}
-		return t.patchInto(st, st.content, f, oldPath, st.mode)
 	}
+	return t.patchInto(dst, content, f, newPath, mode)
 }
 
 // patchInto applies f's hunks to content and stores the result in dst.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/murphy-rl/murphy/compilefix/lang"
 )
 
 // Mutation is a way the simulated policy gets a program wrong.
@@ -35,72 +37,37 @@ func BrokenMutations() []Mutation { return []Mutation{SyntaxError, WrongName} }
 // srcLine is one line of a program with what mutation needs to know.
 type srcLine struct {
 	text   string
-	masked string // string literals and comments blanked, same length
+	masked string // code lines: string literals and comments blanked, same length
 	code   bool   // a statement outside docstrings, not blank or a comment
 	indent int
 }
 
+// parseLines reads a Python program (compilefix/lang): a line is code when
+// a token of a statement starts on it, a statement that is only a string
+// (a docstring) aside.
 func parseLines(src string) []srcLine {
 	raw := strings.Split(src, "\n")
 	out := make([]srcLine, len(raw))
-	inDoc := ""
 	for i, t := range raw {
-		l := srcLine{text: t, masked: t}
-		trim := strings.TrimSpace(t)
-		l.indent = len(t) - len(strings.TrimLeft(t, " \t"))
-		switch {
-		case inDoc != "":
-			if strings.Count(t, inDoc)%2 == 1 {
-				inDoc = ""
-			}
-		case strings.HasPrefix(trim, `"""`) || strings.HasPrefix(trim, `'''`) ||
-			strings.HasPrefix(trim, `r"""`) || strings.HasPrefix(trim, `r'''`):
-			q := `"""`
-			if strings.HasPrefix(strings.TrimPrefix(trim, "r"), `'''`) {
-				q = `'''`
-			}
-			if strings.Count(t, q)%2 == 1 {
-				inDoc = q
-			}
-		case trim == "" || strings.HasPrefix(trim, "#"):
-		default:
-			l.code = true
-			l.masked = maskStrings(t)
+		out[i] = srcLine{text: t, masked: t, indent: len(t) - len(strings.TrimLeft(t, " \t"))}
+	}
+	f, err := lang.Parse(lang.Python, []byte(src))
+	if err != nil {
+		return out
+	}
+	mask := strings.Split(string(f.Mask()), "\n")
+	for _, l := range f.LogicalLines() {
+		toks := f.Code[l.First:l.End]
+		if !slices.ContainsFunc(toks, func(t lang.Token) bool { return t.Kind != lang.String }) {
+			continue // a docstring
 		}
-		out[i] = l
+		for _, t := range toks {
+			if k := t.Line - 1; k < len(out) && !out[k].code {
+				out[k].code, out[k].masked = true, mask[k]
+			}
+		}
 	}
 	return out
-}
-
-// maskStrings blanks single-line string literals and comments so operator
-// searches do not touch them.
-func maskStrings(t string) string {
-	b := []byte(t)
-	var q byte
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case q != 0:
-			if c == '\\' && i+1 < len(b) {
-				b[i], b[i+1] = '_', '_'
-				i++
-				continue
-			}
-			if c == q {
-				q = 0
-				continue
-			}
-			b[i] = '_'
-		case c == '"' || c == '\'':
-			q = c
-		case c == '#':
-			for j := i; j < len(b); j++ {
-				b[j] = ' '
-			}
-			return string(b)
-		}
-	}
-	return string(b)
 }
 
 func isDeclaration(trim string) bool {
