@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/patch"
@@ -386,8 +387,8 @@ func checkShape(t *testing.T, s sample, op string, m *Mutation) {
 
 func idents(s string) map[string]int {
 	m := map[string]int{}
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r > 127 || !isIdentByte(byte(r)) || r == '$' }) {
-		if !isDigit(f[0]) {
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if !unicode.IsDigit(rune(f[0])) {
 			m[f]++
 		}
 	}

@@ -101,7 +101,7 @@ func (c SimulatedConfig) Validate() error {
 // refinement prompt repairs the program with a probability that depends on
 // how informative the feedback is (ClassifyFeedback). For a compile-fix task
 // it samples diffs instead: the reference patch, wrong fixes or broken
-// patches (simulated_compilefix.go). Token ids come from the simple
+// patches (simulated_compilefix*.go). Token ids come from the simple
 // tokenizer (Tokenize); logprobs are synthetic.
 type Simulated struct {
 	cfg SimulatedConfig

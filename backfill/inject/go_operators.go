@@ -3,134 +3,15 @@ package inject
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/scanner"
 	"go/token"
+	"go/types"
 	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/murphy-rl/murphy/compilefix/lang"
 )
-
-var (
-	goKeywords = wordSet(`break case chan const continue default defer else fallthrough for func go goto if
-		import interface map package range return select struct switch type var`)
-	goPredeclared = wordSet(`any bool byte comparable complex64 complex128 error float32 float64 int int8 int16
-		int32 int64 rune string uint uint8 uint16 uint32 uint64 uintptr true false iota nil append cap clear
-		close complex copy delete imag len make max min new panic print println real recover`)
-	goNumeric = wordSet(`int int8 int16 int32 int64 uint uint8 uint16 uint32 uint64 uintptr float32 float64
-		complex64 complex128 byte rune`)
-)
-
-// gofile is a parsed Go file.
-type gofile struct {
-	*srcFile
-	fset  *token.FileSet
-	file  *ast.File
-	names map[string]bool
-	funcs []*ast.FuncDecl
-	imps  map[string]bool // names the imports bind
-}
-
-func newGoFile(f *srcFile) (*gofile, error) {
-	g := &gofile{srcFile: f, fset: token.NewFileSet(), names: map[string]bool{}}
-	file, err := parser.ParseFile(g.fset, f.path, f.src, parser.ParseComments)
-	if err != nil {
-		return nil, fmt.Errorf("inject: %s does not parse as Go: %w", f.path, err)
-	}
-	g.file = file
-	ast.Inspect(file, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok {
-			g.names[id.Name] = true
-		}
-		return true
-	})
-	for _, d := range file.Decls {
-		if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
-			g.funcs = append(g.funcs, fd)
-		}
-	}
-	g.imps = map[string]bool{}
-	for _, is := range file.Imports {
-		if is.Name != nil {
-			g.imps[is.Name.Name] = true
-		} else if p, err := strconv.Unquote(is.Path.Value); err == nil {
-			g.imps[importName(p)] = true
-		}
-	}
-	return g, nil
-}
-
-func (g *gofile) off(p token.Pos) int { return g.fset.Position(p).Offset }
-
-func (g *gofile) src(n ast.Node) string { return g.text(g.off(n.Pos()), g.off(n.End())) }
-
-func (g *gofile) taken(s string) bool { return g.names[s] || goKeywords[s] || goPredeclared[s] }
-
-// inBody reports whether offset o is inside a function body (braces
-// included) and returns the function.
-func (g *gofile) inBody(o int) *ast.FuncDecl {
-	for _, fd := range g.funcs {
-		if o >= g.off(fd.Body.Lbrace) && o <= g.off(fd.Body.Rbrace) {
-			return fd
-		}
-	}
-	return nil
-}
-
-// nextFunc is the first function declaration starting after offset o.
-func (g *gofile) nextFunc(o int) int {
-	for _, d := range g.file.Decls {
-		if fd, ok := d.(*ast.FuncDecl); ok && g.off(fd.Pos()) > o {
-			return g.off(fd.Pos())
-		}
-	}
-	return -1
-}
-
-// alone reports whether [s, e) fills its lines: blanks before, blanks or
-// a line comment after.
-func (g *gofile) alone(s, e int) bool {
-	rest := strings.TrimSpace(g.restOfLine(e))
-	return g.wsBefore(s) && (rest == "" || strings.HasPrefix(rest, "//"))
-}
-
-func goOps() map[string]opFunc {
-	wrap := func(fn func(g *gofile, r *rand.Rand) (*plan, error)) opFunc {
-		return func(f *srcFile, r *rand.Rand) (*plan, error) {
-			g, err := newGoFile(f)
-			if err != nil {
-				return nil, err
-			}
-			return fn(g, r)
-		}
-	}
-	return map[string]opFunc{
-		OpDropImport:      wrap((*gofile).dropImport),
-		OpMisspell:        wrap((*gofile).misspell),
-		OpRemoveFunction:  wrap((*gofile).removeFunction),
-		OpDeleteSemicolon: wrap((*gofile).deleteSemicolon),
-		OpDeleteBrace:     wrap((*gofile).deleteBrace),
-		OpChangeArity:     wrap((*gofile).changeArity),
-		OpTypeMismatch:    wrap((*gofile).typeMismatch),
-		OpMergeConflict:   wrap((*gofile).mergeConflict),
-	}
-}
-
-// importName guesses the name an import path binds.
-func importName(p string) string {
-	els := strings.Split(p, "/")
-	n := els[len(els)-1]
-	if len(els) > 1 && len(n) > 1 && n[0] == 'v' && strings.Trim(n[1:], "0123456789") == "" {
-		n = els[len(els)-2]
-	}
-	n = strings.TrimPrefix(n, "go-")
-	n = strings.TrimSuffix(strings.TrimSuffix(n, ".go"), "-go")
-	if i := strings.IndexAny(n, ".-"); i >= 0 {
-		n = n[:i]
-	}
-	return n
-}
 
 func (g *gofile) dropImport(r *rand.Rand) (*plan, error) {
 	type cand struct {
@@ -338,53 +219,33 @@ func (g *gofile) removeFunction(r *rand.Rand) (*plan, error) {
 	}, nil
 }
 
-// gotok is a scanned Go token.
-type gotok struct {
-	off int
-	tok token.Token
-	lit string
-}
-
-func (g *gofile) tokens() []gotok {
-	var s scanner.Scanner
-	tf := token.NewFileSet().AddFile(g.path, -1, len(g.srcFile.src))
-	s.Init(tf, g.srcFile.src, nil, 0)
-	var out []gotok
-	for {
-		p, t, lit := s.Scan()
-		if t == token.EOF {
-			break
-		}
-		out = append(out, gotok{tf.Offset(p), t, lit})
-	}
-	return out
-}
-
 func (g *gofile) deleteSemicolon(r *rand.Rand) (*plan, error) {
 	type cand struct {
 		e        edit
 		explicit bool
 	}
 	var cands []cand
-	ts := g.tokens()
+	ts := g.lf.Code
+	punct := func(i int, p string) bool { return ts[i].Kind == lang.Punct && ts[i].Text == p }
 	for i, t := range ts {
-		if t.tok != token.SEMICOLON || i+1 >= len(ts) || g.inBody(t.off) == nil {
+		explicit := punct(i, ";")
+		if !explicit && t.Kind != lang.Newline || i+1 >= len(ts) || g.inBody(t.Start) == nil {
 			continue
 		}
 		nx := ts[i+1]
-		if t.lit == ";" {
-			cands = append(cands, cand{edit{start: t.off, end: t.off + 1}, true})
+		if explicit {
+			cands = append(cands, cand{edit{start: t.Start, end: t.Start + 1}, true})
 			continue
 		}
-		if t.lit != "\n" || g.srcFile.src[t.off] != '\n' || nx.tok == token.RBRACE || nx.tok == token.RPAREN ||
-			nx.tok == token.SEMICOLON || i == 0 || ts[i-1].tok == token.LBRACE {
+		if t.Text != "\n" || g.srcFile.src[t.Start] != '\n' || punct(i+1, "}") || punct(i+1, ")") ||
+			punct(i+1, ";") || nx.Kind == lang.Newline || i == 0 || punct(i-1, "{") {
 			continue
 		}
-		gap := g.text(t.off, nx.off)
+		gap := g.text(t.Start, nx.Start)
 		if strings.TrimSpace(gap) != "" || strings.Count(gap, "\n") != 1 {
 			continue
 		}
-		cands = append(cands, cand{edit{start: t.off, end: nx.off, text: " "}, false})
+		cands = append(cands, cand{edit{start: t.Start, end: nx.Start, text: " "}, false})
 	}
 	k := pick(r, len(cands))
 	if k < 0 {
@@ -401,9 +262,9 @@ func (g *gofile) deleteSemicolon(r *rand.Rand) (*plan, error) {
 
 func (g *gofile) deleteBrace(r *rand.Rand) (*plan, error) {
 	var cands []int
-	for _, t := range g.tokens() {
-		if t.tok == token.RBRACE && g.inBody(t.off) != nil && strings.TrimSpace(g.lineText(g.line(t.off))) == "}" {
-			cands = append(cands, t.off)
+	for _, t := range g.lf.Code {
+		if t.Kind == lang.Punct && t.Text == "}" && g.inBody(t.Start) != nil && strings.TrimSpace(g.lineText(g.line(t.Start))) == "}" {
+			cands = append(cands, t.Start)
 		}
 	}
 	k := pick(r, len(cands))
@@ -459,25 +320,11 @@ func (g *gofile) changeArity(r *rand.Rand) (*plan, error) {
 	call := cands[k]
 	n := len(call.Args)
 	name := call.Fun.(*ast.Ident).Name
-	var e edit
-	var how string
-	if n == 0 || r.IntN(2) == 1 {
-		if n == 0 {
-			o := g.off(call.Lparen) + 1
-			e, how = edit{start: o, end: o, text: "0"}, "added an argument (0)"
-		} else {
-			last := call.Args[n-1]
-			o := g.off(last.End())
-			e, how = edit{start: o, end: o, text: ", " + g.src(last)}, "added an argument ("+g.src(last)+")"
-		}
-	} else {
-		last := call.Args[n-1]
-		from := g.off(call.Lparen) + 1
-		if n > 1 {
-			from = g.off(call.Args[n-2].End())
-		}
-		e, how = edit{start: from, end: g.off(last.End())}, "dropped the last argument ("+g.src(last)+")"
+	args := make([]lang.Span, n)
+	for i, a := range call.Args {
+		args[i] = lang.Span{Start: g.off(a.Pos()), End: g.off(a.End())}
 	}
+	e, how := arityEdit(g.srcFile, g.off(call.Lparen)+1, args, "0", n == 0 || r.IntN(2) == 1)
 	o := g.off(call.Pos())
 	return &plan{
 		edits: []edit{e}, at: o, expect: []int{o, g.off(call.Rparen)},
@@ -485,18 +332,25 @@ func (g *gofile) changeArity(r *rand.Rand) (*plan, error) {
 	}, nil
 }
 
-// basicType classifies a type expression naming a predeclared basic type.
+// basicType classifies a type expression naming a predeclared basic type
+// (go/types' universe).
 func basicType(x ast.Expr) string {
 	id, ok := x.(*ast.Ident)
 	if !ok || id.Obj != nil {
 		return ""
 	}
+	tn, ok := types.Universe.Lookup(id.Name).(*types.TypeName)
+	if !ok {
+		return ""
+	}
+	b, ok := tn.Type().(*types.Basic)
 	switch {
-	case goNumeric[id.Name]:
+	case !ok:
+	case b.Info()&types.IsNumeric != 0:
 		return "number"
-	case id.Name == "bool":
+	case b.Info()&types.IsBoolean != 0:
 		return "bool"
-	case id.Name == "string":
+	case b.Info()&types.IsString != 0:
 		return "string"
 	}
 	return ""
@@ -619,5 +473,5 @@ func (g *gofile) mergeConflict(r *rand.Rand) (*plan, error) {
 	if nx, ok := next[rg.s]; ok && r.IntN(2) == 1 && g.line(nx.s) == g.line(rg.e-1)+1 {
 		end, what = g.lineEnd(nx.e-1), "two statements"
 	}
-	return conflict(g.srcFile, start, end, r, what), nil
+	return conflict(g.srcFile, g.lf.Code, start, end, r, what), nil
 }
