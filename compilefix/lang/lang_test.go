@@ -370,3 +370,43 @@ func TestVocabulary(t *testing.T) {
 		}
 	}
 }
+
+func TestChanges(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		a, b string
+		want []Change
+	}{
+		{"x = f ( a , b ) ;", "x = f ( a , c ) ;", []Change{{6, 7, 6, 7}}},
+		{"return a ;", "return a + 1 ;", []Change{{2, 2, 2, 4}}},
+		{"a b c d", "a d", []Change{{1, 3, 1, 1}}},
+		{"a b", "a b", nil},
+		{"", "a", []Change{{0, 0, 0, 1}}},
+	}
+	for _, tc := range cases {
+		a, b := strings.Fields(tc.a), strings.Fields(tc.b)
+		got := Changes(a, b)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Changes(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+		// Applying the changes to a gives b.
+		var out []string
+		pos := 0
+		for _, c := range got {
+			out = append(out, a[pos:c.A1]...)
+			out = append(out, b[c.B1:c.B2]...)
+			pos = c.A2
+		}
+		out = append(out, a[pos:]...)
+		if !slices.Equal(out, b) {
+			t.Errorf("%q → %q: the changes give %q", tc.a, tc.b, out)
+		}
+	}
+	// Repeated tokens are aligned too: no junk heuristic drops them.
+	long := strings.Fields(strings.Repeat("( x ) ; ", 300))
+	changed := slices.Clone(long)
+	changed[601] = "y"
+	if got := Changes(long, changed); !slices.Equal(got, []Change{{601, 602, 601, 602}}) {
+		t.Errorf("a change among repeated tokens: %v", got)
+	}
+}

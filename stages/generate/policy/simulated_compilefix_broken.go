@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/murphy-rl/murphy/compilefix/lang"
 	"github.com/murphy-rl/murphy/compilefix/patch"
 )
 
@@ -19,11 +20,11 @@ import (
 // which no fuzz can match.
 func (c *cfTask) badContext(lines []string, t *cfTarget) (string, bool) {
 	old := strings.Join(lines, "")
-	lang := c.langOf(t.file)
+	language := c.langOf(t.file)
 	var es []lineEdit
 	if fixed, ok := c.fixed[t.file]; ok {
 		es = lineEdits(old, fixed)
-	} else if nl, ok := commentOut(lines, t.line, lang); ok {
+	} else if nl, ok := commentOut(lines, t.line, language); ok {
 		es = lineEdits(old, strings.Join(nl, ""))
 	}
 	if len(es) == 0 {
@@ -45,7 +46,7 @@ func (c *cfTask) badContext(lines []string, t *cfTarget) (string, bool) {
 	altered := map[int]bool{}
 	for i, l := range lines {
 		if inWindow(i) && !blank(l) {
-			if m, ok := misremember(l, known); ok {
+			if m, ok := misremember(lang.Normalize(language), l, known); ok {
 				wrong[i], altered[i] = m, true
 			}
 		}
@@ -78,7 +79,7 @@ func (c *cfTask) badContext(lines []string, t *cfTarget) (string, bool) {
 				return "", false
 			}
 			body := strings.TrimRight(lines[best], "\r\n")
-			wrong[best] = body + " " + commentPrefix(lang) + " fixed" + lines[best][len(body):]
+			wrong[best] = body + " " + commentPrefix(language) + " fixed" + lines[best][len(body):]
 		}
 		if !inEdit(best) {
 			es = append(es, lineEdit{best, best + 1, []string{lines[best]}})
@@ -95,18 +96,14 @@ func (c *cfTask) badContext(lines []string, t *cfTarget) (string, bool) {
 	return d, d != ""
 }
 
-var keepWords = map[string]bool{}
+// libraryNames are names a model quotes right whatever else it
+// misremembers: the standard libraries' most used.
+var libraryNames = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`include define ifdef ifndef endif return static const struct union enum
-		typedef unsigned signed void char short long float double sizeof while break continue switch case
-		default else goto extern inline func package import type interface chan select defer range string
-		error true false public private protected class final abstract extends implements throws throw catch
-		finally null this super boolean byte native from lambda pass raise yield with assert async await
-		global nonlocal None True False self elif print main println printf strings fmt Println Sprintf
-		Errorf List Integer String System out len range append make malloc free NULL nil def len isinstance
-		Override Exception str int float bool list dict set tuple bytes object`) {
-		keepWords[w] = true
+	for _, w := range strings.Fields(`main printf fprintf malloc free strlen memcpy fmt strings Println Printf
+		Sprintf Errorf System out println String List Integer Override Exception self cls`) {
+		libraryNames[w] = true
 	}
 }
 
@@ -116,11 +113,12 @@ var reIdentifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 var aliases = map[string]string{"sum": "acc", "xs": "arr", "arr": "xs", "res": "out", "err": "e", "buf": "buffer",
 	"idx": "index", "cnt": "count", "val": "value", "tmp": "temp", "num": "n", "ptr": "p", "ret": "result"}
 
-// alias is how a model misremembers an identifier: a known alias, else a
-// long name without its inner vowels (counter → cntr); keywords, library
-// names and short names stay.
-func alias(w string) string {
-	if keepWords[w] {
+// alias is how a model misremembers an identifier of a file in language
+// l: a known alias, else a long name without its inner vowels (counter →
+// cntr); keywords and predeclared names (compilefix/lang), library names
+// and short names stay.
+func alias(l lang.Language, w string) string {
+	if lang.IsReserved(l, w) || libraryNames[w] {
 		return w
 	}
 	if a, ok := aliases[w]; ok {
@@ -143,7 +141,7 @@ func alias(w string) string {
 // (the same way wherever they occur). ok is false when that changes
 // nothing or gives another line of the file; imports and includes are
 // quoted right.
-func misremember(l string, known map[string]bool) (string, bool) {
+func misremember(language lang.Language, l string, known map[string]bool) (string, bool) {
 	body := strings.TrimRight(l, "\r\n")
 	trim := strings.TrimSpace(body)
 	for _, p := range []string{"#", "import ", "package ", "from ", "using "} {
@@ -151,7 +149,7 @@ func misremember(l string, known map[string]bool) (string, bool) {
 			return l, false
 		}
 	}
-	out := reIdentifier.ReplaceAllStringFunc(body, alias)
+	out := reIdentifier.ReplaceAllStringFunc(body, func(w string) string { return alias(language, w) })
 	if n := normalizeSpaces(out); n == normalizeSpaces(body) || known[n] {
 		return l, false
 	}
