@@ -75,9 +75,11 @@ func (g *gofile) dropImport(r *rand.Rand) (*plan, error) {
 	}, nil
 }
 
-func (g *gofile) misspell(r *rand.Rand) (*plan, error) {
+// declaringNames are the identifiers that declare a name (functions,
+// fields and parameters, vars, consts, types, := and range := targets)
+// and the keys of composite literals: no use of a name to misspell.
+func (g *gofile) declaringNames() map[token.Pos]bool {
 	decl := map[token.Pos]bool{}
-	keys := map[token.Pos]bool{}
 	ast.Inspect(g.file, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncDecl:
@@ -111,16 +113,21 @@ func (g *gofile) misspell(r *rand.Rand) (*plan, error) {
 		case *ast.CompositeLit:
 			for _, el := range n.Elts {
 				if kv, ok := el.(*ast.KeyValueExpr); ok {
-					keys[kv.Key.Pos()] = true
+					decl[kv.Key.Pos()] = true
 				}
 			}
 		}
 		return true
 	})
+	return decl
+}
+
+func (g *gofile) misspell(r *rand.Rand) (*plan, error) {
+	decl := g.declaringNames()
 	var sites []*ast.Ident
 	ast.Inspect(g.file, func(n ast.Node) bool {
 		id, ok := n.(*ast.Ident)
-		if !ok || id.Obj == nil || id.Name == "_" || len(id.Name) < 2 || decl[id.Pos()] || keys[id.Pos()] || id.Pos() == id.Obj.Pos() {
+		if !ok || id.Obj == nil || id.Name == "_" || len(id.Name) < 2 || decl[id.Pos()] || id.Pos() == id.Obj.Pos() {
 			return true
 		}
 		switch id.Obj.Kind {
@@ -148,6 +155,37 @@ func (g *gofile) misspell(r *rand.Rand) (*plan, error) {
 	return nil, noSite(OpMisspell, g.srcFile, "no use of a name declared in the file")
 }
 
+// funcUses are the offsets of the uses of fd outside it: its name for a
+// function, a selector of its name for a method whose name no other
+// method has (unique).
+func (g *gofile) funcUses(fd *ast.FuncDecl, unique bool) []int {
+	lo, hi := g.off(fd.Pos()), g.off(fd.End())
+	var uses []int
+	ast.Inspect(g.file, func(n ast.Node) bool {
+		var id *ast.Ident
+		switch n := n.(type) {
+		case *ast.Ident:
+			if fd.Recv == nil && n.Obj != nil && n.Obj.Decl == fd && n != fd.Name {
+				id = n
+			}
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && x.Obj == nil && g.imps[x.Name] {
+				break // a package's name (time.Time), not a method
+			}
+			if fd.Recv != nil && unique && n.Sel.Name == fd.Name.Name {
+				id = n.Sel
+			}
+		}
+		if id != nil {
+			if o := g.off(id.Pos()); o < lo || o >= hi {
+				uses = append(uses, o)
+			}
+		}
+		return true
+	})
+	return uses
+}
+
 func (g *gofile) removeFunction(r *rand.Rand) (*plan, error) {
 	type cand struct {
 		fd   *ast.FuncDecl
@@ -165,31 +203,7 @@ func (g *gofile) removeFunction(r *rand.Rand) (*plan, error) {
 		if name == "_" || name == "init" || (name == "main" && g.file.Name.Name == "main") {
 			continue
 		}
-		lo, hi := g.off(fd.Pos()), g.off(fd.End())
-		var uses []int
-		ast.Inspect(g.file, func(n ast.Node) bool {
-			var id *ast.Ident
-			switch n := n.(type) {
-			case *ast.Ident:
-				if fd.Recv == nil && n.Obj != nil && n.Obj.Decl == fd && n != fd.Name {
-					id = n
-				}
-			case *ast.SelectorExpr:
-				if x, ok := n.X.(*ast.Ident); ok && x.Obj == nil && g.imps[x.Name] {
-					break // a package's name (time.Time), not a method
-				}
-				if fd.Recv != nil && methods[name] == 1 && n.Sel.Name == name {
-					id = n.Sel
-				}
-			}
-			if id != nil {
-				if o := g.off(id.Pos()); o < lo || o >= hi {
-					uses = append(uses, o)
-				}
-			}
-			return true
-		})
-		if len(uses) > 0 {
+		if uses := g.funcUses(fd, methods[name] == 1); len(uses) > 0 {
 			cands = append(cands, cand{fd, uses})
 		}
 	}

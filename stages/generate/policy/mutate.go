@@ -132,39 +132,12 @@ var builtinTypos = map[string]string{
 func sites(ls []srcLine, m Mutation) []site {
 	var out []site
 	for i, l := range ls {
-		trim := strings.TrimSpace(l.text)
-		if !l.code || isDeclaration(trim) {
+		if !l.code || isDeclaration(strings.TrimSpace(l.text)) {
 			continue
 		}
 		switch m {
 		case OffByOne:
-			for _, loc := range reCompare.FindAllStringIndex(l.masked, -1) {
-				op := l.masked[loc[0]:loc[1]]
-				var prev, next byte
-				if loc[0] > 0 {
-					prev = l.masked[loc[0]-1]
-				}
-				if loc[1] < len(l.masked) {
-					next = l.masked[loc[1]]
-				}
-				if prev == '<' || prev == '>' || prev == '-' || next == '<' || next == '>' {
-					continue // shifts and arrows
-				}
-				out = append(out, site{i, loc[0], loc[1], compareSwap[op]})
-			}
-			for _, loc := range reInt.FindAllStringIndex(l.masked, -1) {
-				if (loc[0] > 0 && l.masked[loc[0]-1] == '.') || (loc[1] < len(l.masked) && l.masked[loc[1]] == '.') {
-					continue
-				}
-				v, err := strconv.Atoi(l.masked[loc[0]:loc[1]])
-				if err != nil {
-					continue
-				}
-				out = append(out, site{i, loc[0], loc[1], strconv.Itoa(v + 1)})
-				if v > 0 {
-					out = append(out, site{i, loc[0], loc[1], strconv.Itoa(v - 1)})
-				}
-			}
+			out = append(out, offByOneSites(i, l)...)
 		case WrongOperator:
 			for _, loc := range reOps.FindAllStringIndex(l.masked, -1) {
 				out = append(out, site{i, loc[0], loc[1], opSwap[l.masked[loc[0]:loc[1]]]})
@@ -174,8 +147,7 @@ func sites(ls []srcLine, m Mutation) []site {
 			if mm == nil {
 				continue
 			}
-			expr := l.text[mm[4]:mm[5]]
-			for _, alt := range wrongReturns(ls, i, expr) {
+			for _, alt := range wrongReturns(ls, i, l.text[mm[4]:mm[5]]) {
 				out = append(out, site{i, mm[4], mm[5], alt})
 			}
 		case SyntaxError:
@@ -187,15 +159,56 @@ func sites(ls []srcLine, m Mutation) []site {
 				out = append(out, site{i, j, j + 1, ""})
 			}
 		case WrongName:
-			for name, typo := range builtinTypos {
-				re := regexp.MustCompile(`\b` + name + `\(`)
-				for _, loc := range re.FindAllStringIndex(l.masked, -1) {
-					if loc[0] > 0 && l.masked[loc[0]-1] == '.' && name != "append" {
-						continue
-					}
-					out = append(out, site{i, loc[0], loc[0] + len(name), typo})
-				}
+			out = append(out, wrongNameSites(i, l)...)
+		}
+	}
+	return out
+}
+
+// offByOneSites are line i's comparisons (< for <=, ...) and integers
+// (k for k±1).
+func offByOneSites(i int, l srcLine) []site {
+	var out []site
+	for _, loc := range reCompare.FindAllStringIndex(l.masked, -1) {
+		op := l.masked[loc[0]:loc[1]]
+		var prev, next byte
+		if loc[0] > 0 {
+			prev = l.masked[loc[0]-1]
+		}
+		if loc[1] < len(l.masked) {
+			next = l.masked[loc[1]]
+		}
+		if prev == '<' || prev == '>' || prev == '-' || next == '<' || next == '>' {
+			continue // shifts and arrows
+		}
+		out = append(out, site{i, loc[0], loc[1], compareSwap[op]})
+	}
+	for _, loc := range reInt.FindAllStringIndex(l.masked, -1) {
+		if (loc[0] > 0 && l.masked[loc[0]-1] == '.') || (loc[1] < len(l.masked) && l.masked[loc[1]] == '.') {
+			continue
+		}
+		v, err := strconv.Atoi(l.masked[loc[0]:loc[1]])
+		if err != nil {
+			continue
+		}
+		out = append(out, site{i, loc[0], loc[1], strconv.Itoa(v + 1)})
+		if v > 0 {
+			out = append(out, site{i, loc[0], loc[1], strconv.Itoa(v - 1)})
+		}
+	}
+	return out
+}
+
+// wrongNameSites are line i's calls of names a model misspells.
+func wrongNameSites(i int, l srcLine) []site {
+	var out []site
+	for name, typo := range builtinTypos {
+		re := regexp.MustCompile(`\b` + name + `\(`)
+		for _, loc := range re.FindAllStringIndex(l.masked, -1) {
+			if loc[0] > 0 && l.masked[loc[0]-1] == '.' && name != "append" {
+				continue
 			}
+			out = append(out, site{i, loc[0], loc[0] + len(name), typo})
 		}
 	}
 	return out

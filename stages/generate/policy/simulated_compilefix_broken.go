@@ -56,44 +56,62 @@ func (c *cfTask) badContext(lines []string, t *cfTarget) (string, bool) {
 		deletesAltered = deletesAltered || altered[i] && inEdit(i)
 	}
 	if !deletesAltered {
-		// The change removes no misremembered line: "restore" the nearest
-		// one, so that the hunk removes it. Failing any, a removed line (or
-		// the nearest line) is misquoted with a comment.
-		best := -1
-		near := func(i int) bool { return best < 0 || editDistance(es[0], i) < editDistance(es[0], best) }
-		for i := range lines {
-			if altered[i] && !inEdit(i) && near(i) {
-				best = i
-			}
-		}
-		if best < 0 {
-			for i := range lines {
-				if inWindow(i) && !blank(lines[i]) && (inEdit(i) || near(i)) {
-					best = i
-					if inEdit(i) {
-						break
-					}
-				}
-			}
-			if best < 0 {
-				return "", false
-			}
-			body := strings.TrimRight(lines[best], "\r\n")
-			wrong[best] = body + " " + commentPrefix(language) + " fixed" + lines[best][len(body):]
-		}
-		if !inEdit(best) {
-			es = append(es, lineEdit{best, best + 1, []string{lines[best]}})
-			// An insertion before the restored line must come first.
-			slices.SortStableFunc(es, func(a, b lineEdit) int {
-				if a.start != b.start {
-					return a.start - b.start
-				}
-				return a.end - b.end
-			})
+		var ok bool
+		if es, ok = restoreMisremembered(lines, wrong, es, altered, commentPrefix(language)); !ok {
+			return "", false
 		}
 	}
 	d := patch.Diff(t.file, strings.Join(wrong, ""), strings.Join(applyEdits(wrong, es), ""))
 	return d, d != ""
+}
+
+// restoreMisremembered makes the edits es remove a misremembered line
+// when they remove none: the nearest altered line is "restored" (the hunk
+// removes it and adds it back as it is); failing any, a removed line (or
+// the nearest line in the window) is misquoted in wrong with a comment
+// (pre) and restored. ok is false when there is no line to use.
+func restoreMisremembered(lines, wrong []string, es []lineEdit, altered map[int]bool, pre string) ([]lineEdit, bool) {
+	inEdit := func(i int) bool {
+		return slices.ContainsFunc(es, func(e lineEdit) bool { return i >= e.start && i < e.end })
+	}
+	inWindow := func(i int) bool {
+		return slices.ContainsFunc(es, func(e lineEdit) bool {
+			return i >= e.start-patch.ContextLines && i < e.end+patch.ContextLines
+		})
+	}
+	best := -1
+	near := func(i int) bool { return best < 0 || editDistance(es[0], i) < editDistance(es[0], best) }
+	for i := range lines {
+		if altered[i] && !inEdit(i) && near(i) {
+			best = i
+		}
+	}
+	if best < 0 {
+		for i := range lines {
+			if inWindow(i) && !blank(lines[i]) && (inEdit(i) || near(i)) {
+				best = i
+				if inEdit(i) {
+					break
+				}
+			}
+		}
+		if best < 0 {
+			return nil, false
+		}
+		body := strings.TrimRight(lines[best], "\r\n")
+		wrong[best] = body + " " + pre + " fixed" + lines[best][len(body):]
+	}
+	if !inEdit(best) {
+		es = append(es, lineEdit{best, best + 1, []string{lines[best]}})
+		// An insertion before the restored line must come first.
+		slices.SortStableFunc(es, func(a, b lineEdit) int {
+			if a.start != b.start {
+				return a.start - b.start
+			}
+			return a.end - b.end
+		})
+	}
+	return es, true
 }
 
 // libraryNames are names a model quotes right whatever else it
