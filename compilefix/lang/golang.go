@@ -61,50 +61,119 @@ func (f *File) parseGo() {
 	}
 }
 
-// goOffset is the byte offset of p in a Go file.
-func (f *File) goOffset(p token.Pos) int { return f.Fset.Position(p).Offset }
+// goOffset is the byte offset of p in the file's Go tree (-1 when p is not
+// valid).
+func (f *File) goOffset(p token.Pos) int { return goTree{f, f.Fset, 0}.offset(p) }
 
-// goFunctions are Go's function and method declarations.
+// goTree maps a go/parser tree's positions to offsets in a File: the
+// file's own tree, or a piece of it parsed alone (shift is where the
+// piece's source starts, less the header put before it).
+type goTree struct {
+	f     *File
+	fset  *token.FileSet
+	shift int
+}
+
+func (t goTree) offset(p token.Pos) int {
+	if !p.IsValid() {
+		return -1
+	}
+	return t.fset.Position(p).Offset + t.shift
+}
+
+// span is n's span, empty when the parser could not place it.
+func (t goTree) span(n ast.Node) Span {
+	s := Span{t.offset(n.Pos()), t.offset(n.End())}
+	if s.Start < 0 || s.End < s.Start || s.End > len(t.f.Src) {
+		return Span{}
+	}
+	return s
+}
+
+// goFunctions are Go's function and method declarations. go/parser gives
+// up on the rest of a file at an error in a function body, so a file that
+// does not parse is read again piece by piece: each top-level func (at
+// column 0, outside brackets) on its own.
 func (f *File) goFunctions() []Function {
 	if f.Go == nil {
 		return nil
 	}
+	if f.Err == nil {
+		return goTree{f, f.Fset, 0}.functions(f.Go)
+	}
+	var starts []int
+	for i, t := range f.Code {
+		if t.Kind == Keyword && t.Text == "func" && t.Col == 0 && f.Depth(i) == 0 {
+			starts = append(starts, t.Start)
+		}
+	}
+	const header = "package p\n"
 	var out []Function
-	for _, d := range f.Go.Decls {
+	for k, s := range starts {
+		end := len(f.Src)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		fset := token.NewFileSet()
+		piece, _ := parser.ParseFile(fset, "", header+string(f.Src[s:end]), parser.ParseComments)
+		if piece != nil {
+			out = append(out, goTree{f, fset, s - len(header)}.functions(piece)...)
+		}
+	}
+	return out
+}
+
+func (t goTree) functions(file *ast.File) []Function {
+	var out []Function
+	for _, d := range file.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Name == nil || fd.Type == nil || fd.Type.Params == nil {
 			continue
 		}
-		fn := Function{Name: fd.Name.Name, NameAt: f.goSpan(fd.Name), Span: f.goSpan(fd), Decl: fd,
-			Params: f.goSpan(fd.Type.Params), Method: fd.Recv != nil}
+		fn := Function{Name: fd.Name.Name, NameAt: t.span(fd.Name), Span: t.span(fd), Decl: fd,
+			Params: t.span(fd.Type.Params), Method: fd.Recv != nil}
 		if fd.Body != nil {
-			fn.Body = f.goSpan(fd.Body)
+			fn.Body = t.body(fd.Body)
+			fn.Span.End = max(fn.Span.End, fn.Body.End)
 		}
-		fn.Parameters = f.goFields(fd.Type.Params)
+		fn.Parameters = t.fields(fd.Type.Params)
 		if n := len(fn.Parameters); n > 0 && fn.Parameters[n-1].Rest {
 			fn.Variadic = true
 		}
-		fn.Results = f.goFields(fd.Type.Results)
+		fn.Results = t.fields(fd.Type.Results)
 		out = append(out, fn)
 	}
 	return out
 }
 
-// goFields reads a parameter or result list: one Param per name (one for
-// an unnamed field).
-func (f *File) goFields(list *ast.FieldList) []Param {
+// body is a function body's span; when the parser lost its closing brace
+// (an error inside), the brace matching its opening one among the tokens.
+func (t goTree) body(b *ast.BlockStmt) Span {
+	s := Span{t.offset(b.Lbrace), t.offset(b.Rbrace) + 1}
+	if s.Start >= 0 && b.Rbrace.IsValid() {
+		return s
+	}
+	if i := t.f.CodeAt(s.Start); i >= 0 && t.f.Match(i) > i {
+		return Span{s.Start, t.f.Code[t.f.Match(i)].End}
+	}
+	return Span{}
+}
+
+// fields reads a parameter or result list: one Param per name (one for an
+// unnamed field).
+func (t goTree) fields(list *ast.FieldList) []Param {
 	if list == nil {
 		return nil
 	}
 	var out []Param
 	for _, fl := range list.List {
-		typ := squash(f.Text(f.goSpan(fl.Type)))
+		typ := squash(t.f.Text(t.span(fl.Type)))
 		_, rest := fl.Type.(*ast.Ellipsis)
 		if len(fl.Names) == 0 {
 			out = append(out, Param{Type: typ, Rest: rest})
 		}
 		for _, id := range fl.Names {
-			out = append(out, Param{Name: id.Name, NameAt: f.goSpan(id), Type: typ, Rest: rest})
+			out = append(out, Param{Name: id.Name, NameAt: t.span(id), Type: typ, Rest: rest})
 		}
 	}
 	return out
@@ -139,5 +208,5 @@ func (f *File) goCalls() []Call {
 	return out
 }
 
-// goSpan is the byte span of a Go node.
-func (f *File) goSpan(n ast.Node) Span { return Span{f.goOffset(n.Pos()), f.goOffset(n.End())} }
+// goSpan is the byte span of a node of the file's Go tree.
+func (f *File) goSpan(n ast.Node) Span { return goTree{f, f.Fset, 0}.span(n) }

@@ -236,6 +236,28 @@ func TestBrokenPython(t *testing.T) {
 	checkCoverage(t, "broken.py", f)
 }
 
+// TestBrokenGo: go/parser gives up on a file at an error in a body; the
+// functions are still found, each parsed alone, with the body's end from
+// the braces.
+func TestBrokenGo(t *testing.T) {
+	t.Parallel()
+	src := "package p\n\nfunc top(xs []int) int {\n\tsort.Slice(xs, func(i, j int) bool {\n<<<<<<< HEAD\n\t\treturn xs[i] < xs[j]\n" +
+		"=======\n\t\treturn xs[i] > xs[j]\n>>>>>>> other\n\t})\n\treturn xs[0]\n}\n\nfunc total(xs []int) (n int) {\n\treturn len(xs)\n}\n"
+	f := mustParse(t, Go, src)
+	if f.Err == nil {
+		t.Fatal("conflict markers parse")
+	}
+	var got []string
+	for _, fn := range f.Functions() {
+		got = append(got, fmt.Sprintf("%s:%d-%d:%v", fn.Name, f.Line(fn.Body.Start), f.Line(fn.Body.End-1), fn.Results))
+	}
+	n := strings.Index(src, "(n int)") + 1
+	want := []string{"top:3-12:[{ {0 0} int false false false}]", fmt.Sprintf("total:14-16:[{n {%d %d} int false false false}]", n, n+1)}
+	if !slices.Equal(got, want) {
+		t.Errorf("functions %v, want %v", got, want)
+	}
+}
+
 func TestFunctionAt(t *testing.T) {
 	t.Parallel()
 	src := "class A:\n    def f(self):\n        def g():\n            return 1\n        return g\n"
