@@ -33,25 +33,7 @@ func commentOut(lines []string, t int, lang string) ([]string, bool) {
 // line, the other targets and the lines the reference changes stay as they
 // are, so the error stays.
 func (c *cfTask) wrongSpot(lines []string, t *cfTarget, r *rand.Rand) ([]string, bool) {
-	untouchable := map[int]bool{t.line: true}
-	for _, o := range c.targets {
-		if o.file == t.file {
-			untouchable[o.line] = true
-		}
-	}
-	var near *lineEdit
-	fixed, hasFix := c.fixed[t.file]
-	if hasFix {
-		es := lineEdits(c.files[t.file], fixed)
-		for i := range es {
-			for k := es[i].start; k < es[i].end; k++ {
-				untouchable[k] = true
-			}
-			if near == nil || editDistance(es[i], t.line) < editDistance(*near, t.line) {
-				near = &es[i]
-			}
-		}
-	}
+	untouchable, near := c.untouchable(t)
 	pre := commentPrefix(c.langOf(t.file))
 	var neighbours []int
 	for d := 1; d <= 3; d++ {
@@ -81,24 +63,8 @@ func (c *cfTask) wrongSpot(lines []string, t *cfTarget, r *rand.Rand) ([]string,
 	}
 	slices.SortStableFunc(neighbours, func(a, b int) int { return rank(a) - rank(b) })
 	if near != nil && near.end-near.start == 1 && len(near.ins) == 1 {
-		oldMid, newMid, atEnd := lineChange(lines[near.start], near.ins[0])
-		for _, j := range neighbours {
-			var nl string
-			switch {
-			case oldMid != "":
-				nl = replaceWord(lines[j], oldMid, newMid)
-			case atEnd:
-				body := strings.TrimRight(lines[j], " \t\r\n")
-				nl = body + newMid + lines[j][len(body):]
-			default:
-				ind := indentOf(lines[j])
-				nl = ind + newMid + lines[j][len(ind):]
-			}
-			if nl != lines[j] && nl != "" {
-				out := slices.Clone(lines)
-				out[j] = nl
-				return out, true
-			}
+		if out, ok := repeatRepair(lines, neighbours, lines[near.start], near.ins[0]); ok {
+			return out, true
 		}
 	}
 	best := 1
@@ -107,6 +73,57 @@ func (c *cfTask) wrongSpot(lines []string, t *cfTarget, r *rand.Rand) ([]string,
 	}
 	j := neighbours[r.IntN(best)]
 	return commentOut(lines, j, c.langOf(t.file))
+}
+
+// untouchable are the lines of t's file a wrong spot must leave alone (the
+// targets', the reference's), and the reference's edit nearest t (nil for
+// none).
+func (c *cfTask) untouchable(t *cfTarget) (map[int]bool, *lineEdit) {
+	untouchable := map[int]bool{t.line: true}
+	for _, o := range c.targets {
+		if o.file == t.file {
+			untouchable[o.line] = true
+		}
+	}
+	var near *lineEdit
+	if fixed, ok := c.fixed[t.file]; ok {
+		es := lineEdits(c.files[t.file], fixed)
+		for i := range es {
+			for k := es[i].start; k < es[i].end; k++ {
+				untouchable[k] = true
+			}
+			if near == nil || editDistance(es[i], t.line) < editDistance(*near, t.line) {
+				near = &es[i]
+			}
+		}
+	}
+	return untouchable, near
+}
+
+// repeatRepair makes the one-line repair from before to after at the first
+// neighbour it changes: the same substitution, or the same insertion at the
+// end or the start of the line.
+func repeatRepair(lines []string, neighbours []int, before, after string) ([]string, bool) {
+	oldMid, newMid, atEnd := lineChange(before, after)
+	for _, j := range neighbours {
+		var nl string
+		switch {
+		case oldMid != "":
+			nl = replaceWord(lines[j], oldMid, newMid)
+		case atEnd:
+			body := strings.TrimRight(lines[j], " \t\r\n")
+			nl = body + newMid + lines[j][len(body):]
+		default:
+			ind := indentOf(lines[j])
+			nl = ind + newMid + lines[j][len(ind):]
+		}
+		if nl != lines[j] && nl != "" {
+			out := slices.Clone(lines)
+			out[j] = nl
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 func editDistance(e lineEdit, line int) int {
