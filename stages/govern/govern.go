@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/compilefix/patch"
+	"github.com/murphy-rl/murphy/stages/govern/judge"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
@@ -110,9 +111,9 @@ func NewGovernor(cfg Config, model ChatModel, opts ...Option) (*Governor, error)
 		for _, name := range cfg.Judges {
 			switch name {
 			case JudgeTests:
-				g.judges.judges = append(g.judges.judges, TestsJudge{})
+				g.judges.judges = append(g.judges.judges, judge.Tests{})
 			case JudgeReferencePatch:
-				g.judges.judges = append(g.judges.judges, ReferencePatchJudge{MismatchAbstains: cfg.ReferencePatch.MismatchAbstains})
+				g.judges.judges = append(g.judges.judges, judge.ReferencePatch{MismatchAbstains: cfg.ReferencePatch.MismatchAbstains})
 			case JudgeLLM:
 				if llmJudge, err = NewLLMJudge(cfg.LLMJudge, model); err != nil {
 					return nil, fmt.Errorf("govern: %w", err)
@@ -125,7 +126,7 @@ func NewGovernor(cfg Config, model ChatModel, opts ...Option) (*Governor, error)
 	for _, name := range cfg.CompileFixJudges {
 		switch name {
 		case JudgeReferencePatch:
-			g.judges.compileFix = append(g.judges.compileFix, ReferencePatchJudge{MismatchAbstains: true})
+			g.judges.compileFix = append(g.judges.compileFix, judge.ReferencePatch{MismatchAbstains: true})
 		case JudgeLLM:
 			if llmJudge == nil {
 				if llmJudge, err = NewLLMJudge(cfg.LLMJudge, model); err != nil {

@@ -5,81 +5,27 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/murphy-rl/murphy/stages/govern/judge"
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// Verdict is a semantic judge's answer.
-type Verdict int
+// Verdict is a semantic judge's answer (judge.Verdict).
+type Verdict = judge.Verdict
 
+// Verdicts.
 const (
-	// Abstain: this judge cannot judge this candidate; ask the next one.
-	Abstain Verdict = iota
-	// Correct: the candidate solves the task.
-	Correct
-	// Wrong: the candidate runs but does not solve the task.
-	Wrong
-	// Unsure: the judge looked and cannot tell. It decides (the chain stops
-	// here) but the node is not solved; the tiered policy gives it
-	// Tiers.Unsure.
-	Unsure
+	Abstain = judge.Abstain
+	Correct = judge.Correct
+	Wrong   = judge.Wrong
+	Unsure  = judge.Unsure
 )
 
-func (v Verdict) String() string {
-	switch v {
-	case Correct:
-		return "correct"
-	case Wrong:
-		return "wrong"
-	case Unsure:
-		return "unsure"
-	}
-	return "abstain"
-}
-
-// Judge decides whether a candidate that compiles is semantically correct.
-// An error means the judge itself failed (infrastructure, cause
-// infra.judge), never that the candidate is bad.
-type Judge interface {
-	Name() string
-	Judge(ctx context.Context, task *topics.Task, ex *topics.Execution) (Verdict, error)
-}
+// Judge decides whether a candidate that compiles is semantically correct
+// (judge.Judge).
+type Judge = judge.Judge
 
 // JudgeError is a failed judgement.
-type JudgeError struct {
-	Judge string
-	Err   error
-}
-
-func (e *JudgeError) Error() string { return "judge " + e.Judge + ": " + e.Err.Error() }
-func (e *JudgeError) Unwrap() error { return e.Err }
-
-// TestsJudge is the hidden-test judge: a candidate is correct when its
-// execution passed and every recorded test result, hidden ones included,
-// passed. It never abstains.
-type TestsJudge struct{}
-
-// Name implements Judge.
-func (TestsJudge) Name() string { return JudgeTests }
-
-// Judge implements Judge.
-func (TestsJudge) Judge(_ context.Context, _ *topics.Task, ex *topics.Execution) (Verdict, error) {
-	if testsPassed(ex) {
-		return Correct, nil
-	}
-	return Wrong, nil
-}
-
-func testsPassed(ex *topics.Execution) bool {
-	if ex.Status != topics.StatusPassed || ex.TestsPassed < ex.TestsTotal {
-		return false
-	}
-	for _, r := range ex.Results {
-		if r.Status != topics.StatusPassed {
-			return false
-		}
-	}
-	return true
-}
+type JudgeError = judge.Error
 
 // judgeChain asks its judges in order.
 type judgeChain struct {
@@ -111,7 +57,7 @@ func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.E
 		return decision{verdict: Wrong, judge: JudgeTests}, nil
 	}
 	d := decision{compiles: true, verdict: Wrong, judge: JudgeTests}
-	if c.gate && !testsPassed(ex) {
+	if c.gate && !judge.TestsPassed(ex) {
 		return d, nil
 	}
 	for _, j := range c.judges {
@@ -129,7 +75,7 @@ func (c *judgeChain) decide(ctx context.Context, task *topics.Task, ex *topics.E
 			return d, nil
 		}
 	}
-	if testsPassed(ex) {
+	if judge.TestsPassed(ex) {
 		d.verdict = Correct
 	}
 	return d, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/murphy-rl/murphy/stages/govern/judge"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -221,8 +222,8 @@ func patchIsNoOp(patch string) bool {
 	if strings.TrimSpace(patch) == "" {
 		return true
 	}
-	files, ok := parsePatch(patch)
-	return ok && len(diffEdits(files)) == 0
+	noop, isDiff := judge.NoOpDiff(patch)
+	return isDiff && noop
 }
 
 // shellAction recognises file inspections and edits in a shell command:

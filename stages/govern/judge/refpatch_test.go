@@ -1,4 +1,4 @@
-package govern
+package judge
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func TestReferencePatchWholeProgram(t *testing.T) {
 	const patch = "--- a/add.py\n+++ b/add.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	task := testTask()
 	task.Kind, task.ReferencePatch = topics.KindCompileFix, patch
-	j := ReferencePatchJudge{MismatchAbstains: false}
+	j := ReferencePatch{MismatchAbstains: false}
 	for _, tc := range []struct {
 		code string
 		want Verdict
@@ -128,27 +128,6 @@ func TestReferencePatchWholeProgram(t *testing.T) {
 	v, err := j.Judge(context.Background(), task, execution(func(e *topics.Execution) { e.Code = "def add(a, b):\n    return a + b\n" }))
 	if err != nil || v != Abstain {
 		t.Errorf("nothing to apply the reference to: %v %v, want abstain", v, err)
-	}
-}
-
-// TestReferencePatchMismatchAbstainsByDefault: another fix may be valid too,
-// so a mismatch passes to the next judge (here the tests) by default.
-func TestReferencePatchMismatchAbstainsByDefault(t *testing.T) {
-	const refPatch = "--- a/add.py\n+++ b/add.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
-	const otherPatch = "--- a/add.py\n+++ b/add.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return sum([a, b])\n"
-	cfg := DefaultConfig()
-	if !cfg.ReferencePatch.MismatchAbstains {
-		t.Error("reference_patch.mismatch_abstains is off by default")
-	}
-	cfg.Judges, cfg.RewardPolicy = []string{JudgeReferencePatch}, topics.RewardTiered
-	task := testTask()
-	task.ReferencePatch = refPatch // the general chain; compile-fix tasks have their own (compilefix_test.go)
-	res, err := newGovernor(t, cfg).Govern(context.Background(), execution(func(e *topics.Execution) { e.Code = otherPatch }), tasksWith(task))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Sample.Reward != 1 || res.Judge != JudgeTests || res.Refinement != nil {
-		t.Fatalf("reward %g judge %s expanded %v, want 1 by the tests", res.Sample.Reward, res.Judge, res.Refinement != nil)
 	}
 }
 
@@ -191,7 +170,7 @@ func TestReferencePatchApplies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			task := testTask()
 			task.Kind, task.ReferencePatch, task.Reference = topics.KindCompileFix, tc.refPatch, tc.reference
-			j := ReferencePatchJudge{Original: tc.original}
+			j := ReferencePatch{Original: tc.original}
 			v, err := j.Judge(context.Background(), task, execution(func(e *topics.Execution) { e.Code = tc.code }))
 			if err != nil || v != tc.want {
 				t.Fatalf("verdict %v (%v), want %v", v, err, tc.want)
@@ -214,4 +193,19 @@ func FuzzPatchesEquivalent(f *testing.F) {
 		task := &topics.Task{TaskID: "t", Kind: topics.KindCompileFix, ReferencePatch: a, Reference: b}
 		compareWithReference(task, b, a)
 	})
+}
+
+func testTask() *topics.Task {
+	return &topics.Task{
+		SchemaVersion: topics.SchemaVersion, TaskID: "t1", Kind: topics.KindPythonFunction,
+		Prompt:    "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n",
+		Reference: "def add(a, b):\n    return a + b\n",
+	}
+}
+
+func execution(mut func(*topics.Execution)) *topics.Execution {
+	ex := &topics.Execution{Status: topics.StatusPassed, TestsPassed: 1, TestsTotal: 1}
+	ex.TaskID = "t1"
+	mut(ex)
+	return ex
 }
