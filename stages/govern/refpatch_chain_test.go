@@ -27,4 +27,3 @@ func TestReferencePatchMismatchAbstainsByDefault(t *testing.T) {
 		t.Fatalf("reward %g judge %s expanded %v, want 1 by the tests", res.Sample.Reward, res.Judge, res.Refinement != nil)
 	}
 }
-
