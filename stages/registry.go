@@ -149,7 +149,11 @@ var descriptors = [...]Descriptor{
 			if err != nil {
 				return nil, err
 			}
-			return nil, w.Runtime.AddStage(st.Spec())
+			if err := w.Runtime.AddStage(st.Spec()); err != nil {
+				st.Close()
+				return nil, err
+			}
+			return st.Close, nil
 		},
 		MemoryBudgetMB: stateless,
 	},

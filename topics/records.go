@@ -289,6 +289,9 @@ type Candidate struct {
 // the next step's context but masked from the loss.
 type ToolStep struct {
 	Tool string `json:"tool"`
+	// Role is what the tool does, as the episode's tool specs declare it
+	// (ToolRole* constants; "" when unknown): govern's step scorer reads it.
+	Role string `json:"role,omitempty"`
 	// Arguments is the call's JSON arguments object.
 	Arguments   string `json:"arguments,omitempty"`
 	ActionStart int    `json:"action_start"`
@@ -297,6 +300,23 @@ type ToolStep struct {
 	// Output is the tool's answer as the model saw it (capped).
 	Output string `json:"output,omitempty"`
 }
+
+// Roles of an agent's tools (ToolStep.Role): the contract between the
+// episode's tool specs and the step scorer.
+const (
+	// ToolRoleRead reads a file (arguments path, and optionally a range).
+	ToolRoleRead = "read"
+	// ToolRoleSearch searches files.
+	ToolRoleSearch = "search"
+	// ToolRoleList lists files.
+	ToolRoleList = "list"
+	// ToolRoleEdit changes a file (path; old and new text, or content).
+	ToolRoleEdit = "edit"
+	// ToolRoleVerify runs the build or the tests on the current edits.
+	ToolRoleVerify = "verify"
+	// ToolRoleSubmit ends the episode with the current edits.
+	ToolRoleSubmit = "submit"
+)
 
 // TestResult is the verdict of one test case.
 type TestResult struct {

@@ -164,6 +164,9 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		if cfg.Generate.Episodes.Store == "" {
 			cfg.Generate.Episodes.Store = cfg.Execute.CompileFix.Store // episodes read the snapshots execute reads
 		}
+		if cfg.Govern.Artifact.Store == "" {
+			cfg.Govern.Artifact.Store = cfg.Execute.CompileFix.Store // the artifact judge builds the snapshots execute builds
+		}
 	} else {
 		cfg.Generate.Episodes.Enabled = false // no compile-fix task: nothing for episodes to open
 	}

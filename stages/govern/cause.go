@@ -33,10 +33,15 @@ const (
 	CauseJudge           = "infra.judge"               // a semantic judge failed (e.g. the LLM judge is down)
 	CauseScorer          = "infra.scorer"              // the step scorer failed (ScorerFailure = mask)
 	CauseInfraOther      = "infra.other"               // an infra_cause this build does not know
+	// CauseContextExhausted: an agent episode ran out of context (its token
+	// budget or the model's window) before it ended: the system's limit,
+	// not a verdict on the policy.
+	CauseContextExhausted = "infra.context_exhausted"
 
 	CauseRepetition     = "degenerate.repetition"      // a repetition loop
 	CauseTruncated      = "degenerate.truncated"       // cut at max tokens
-	CauseExcessiveSteps = "degenerate.excessive_steps" // more steps than Config.MaxSteps
+	CauseExcessiveSteps = "degenerate.excessive_steps" // more steps than Config.MaxSteps, or an episode's step budget used up
+	CauseNoToolCall     = "degenerate.no_tool_call"    // an agent episode that ended answering without a tool call
 
 	CausePassed       = topics.StatusPassed
 	CauseWrongAnswer  = topics.StatusWrongAnswer
@@ -52,7 +57,8 @@ const (
 func Causes() []string {
 	return []string{
 		CauseInference, CauseContextOverflow, CauseSandbox, CauseHarnessTimeout, CauseNotRun, CauseJudge, CauseScorer, CauseInfraOther,
-		CauseRepetition, CauseTruncated, CauseExcessiveSteps,
+		CauseContextExhausted,
+		CauseRepetition, CauseTruncated, CauseExcessiveSteps, CauseNoToolCall,
 		CausePassed, CauseWrongAnswer, CauseRuntimeError, CauseCompileError, CauseTimeout, CauseMemory, CauseOutputLimit,
 		CausePatchFailed,
 	}
@@ -103,10 +109,12 @@ type classifier struct {
 // scorer failures (infra.judge, infra.scorer) are decided later, by the
 // judges and scorer.
 //
-// Precedence: infrastructure (the candidate's infra_cause, then the sandbox
-// status) before degeneration (repetition, then excessive steps, then
+// Precedence: infrastructure (the candidate's infra_cause, the sandbox
+// status, an episode out of context) before degeneration (repetition, then
+// excessive steps or an episode's step budget, a missing tool call, then
 // truncation) before the normal status. Degeneration is decided from the
-// response alone, whatever the tests said.
+// response alone, whatever the tests said. An agent episode's repetition is
+// measured on its actions only: tool outputs are the environment's.
 func (c *classifier) Classify(ex *topics.Execution) string {
 	if ex.InfraCause != "" {
 		switch ex.InfraCause {
@@ -138,16 +146,53 @@ func (c *classifier) Classify(ex *topics.Execution) string {
 	case topics.StatusNotRun:
 		return CauseNotRun
 	}
-	if c.detector.Looping(ex.ResponseText, ex.ResponseTokenIDs) {
+	if ex.EpisodeEnd == EpisodeEndContext {
+		return CauseContextExhausted
+	}
+	if text, ids := actionsOf(&ex.Candidate); c.detector.Looping(text, ids) {
 		return CauseRepetition
 	}
-	if c.cfg.MaxSteps > 0 && len(StepSpans(&ex.Candidate)) > c.cfg.MaxSteps {
+	switch {
+	case ex.EpisodeEnd == EpisodeEndStepBudget:
+		return CauseExcessiveSteps
+	case ex.EpisodeEnd == EpisodeEndNoToolCall:
+		return CauseNoToolCall
+	case c.cfg.MaxSteps > 0 && len(StepSpans(&ex.Candidate)) > c.cfg.MaxSteps:
 		return CauseExcessiveSteps
 	}
 	if slices.Contains(c.cfg.TruncationReasons, ex.FinishReason) {
 		return CauseTruncated
 	}
 	return ex.Status
+}
+
+// Episode ends (topics.Candidate.EpisodeEnd) that route an episode.
+const (
+	EpisodeEndStepBudget = "step_budget"
+	EpisodeEndNoToolCall = "no_tool_call"
+	EpisodeEndContext    = "context"
+)
+
+// actionsOf is what the repetition detector reads: the response, or for
+// an agent episode its actions alone (each step's action tokens, and the
+// text without the tool responses).
+func actionsOf(c *topics.Candidate) (string, []int32) {
+	if len(c.ToolSteps) == 0 {
+		return c.ResponseText, c.ResponseTokenIDs
+	}
+	var ids []int32
+	prev := 0
+	for _, st := range c.ToolSteps {
+		if st.ActionStart < prev || st.ActionEnd > len(c.ResponseTokenIDs) || st.ActionEnd < st.ActionStart {
+			return toolResponses.ReplaceAllString(c.ResponseText, ""), nil
+		}
+		ids = append(ids, c.ResponseTokenIDs[st.ActionStart:st.ActionEnd]...)
+		prev = st.End
+	}
+	if last := c.ToolSteps[len(c.ToolSteps)-1].End; last <= len(c.ResponseTokenIDs) {
+		ids = append(ids, c.ResponseTokenIDs[last:]...) // a final answer without a call
+	}
+	return toolResponses.ReplaceAllString(c.ResponseText, ""), ids
 }
 
 // inGroupStats reports whether a sample of cause counts in its group's

@@ -8,15 +8,18 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/murphy-rl/murphy/compilefix"
+	"github.com/murphy-rl/murphy/stages/govern/judge"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
 )
 
-// Judge names for Config.Judges.
+// Judge names for Config.Judges and Config.CompileFixJudges.
 const (
-	JudgeTests          = "tests"
-	JudgeReferencePatch = "reference_patch"
-	JudgeLLM            = "llm"
+	JudgeTests          = judge.NameTests
+	JudgeReferencePatch = judge.NameReferencePatch
+	JudgeArtifact       = judge.NameArtifact
+	JudgeLLM            = judge.NameLLM
 )
 
 // Scorer names for Config.Scorer.
@@ -51,8 +54,14 @@ type Config struct {
 	// builds (and passes the task's tests command): the first judge that
 	// does not abstain decides whether the repair is consistent with the
 	// reference (1) or not (the middle tier); when all abstain it is not.
-	// Names: reference_patch, llm.
+	// Names: reference_patch (token equality), artifact (equal compiled
+	// artifacts, see artifact), llm. Add llm last for reference tokens, then
+	// artifacts, then the LLM.
 	CompileFixJudges []string `yaml:"compile_fix_judges"`
+	// Artifact is the artifact judge's workspace store, snapshot cache and
+	// build sandbox (its own uid range). An empty store: the artifact judge
+	// abstains (murphy run sets it to execute's store).
+	Artifact compilefix.Config `yaml:"artifact"`
 	// TestsGate makes the tests a necessary condition: a candidate that
 	// fails any test is wrong and the judge chain is asked only about
 	// candidates that pass every test. Off, the chain also judges failing
@@ -65,9 +74,13 @@ type Config struct {
 	// LLM is the OpenAI-compatible server of the LLM judge and scorer, used
 	// when the stage is not handed a ChatModel.
 	LLM LLMConfig `yaml:"llm"`
-	// Scorer is the step scorer whose scores become loss weights: none,
-	// heuristic or llm.
+	// Scorer is the step scorer of multi-step responses that are not agent
+	// episodes, whose scores become loss weights: none, heuristic or llm.
 	Scorer string `yaml:"scorer"`
+	// EpisodeScorer is the step scorer of agent episodes (candidates with
+	// tool steps): none, heuristic (by the tools' roles) or llm. Only
+	// episodes whose patch compiled (passed, wrong_answer) are scored.
+	EpisodeScorer string `yaml:"episode_scorer"`
 	// Heuristic configures the heuristic step scorer.
 	Heuristic HeuristicConfig `yaml:"heuristic"`
 	// LLMScorer configures the LLM step scorer.
@@ -206,14 +219,17 @@ type ExpansionConfig struct {
 }
 
 // DefaultConfig returns the defaults: pass_rate rewards with the tests as the
-// only judge, no process scores, expansion on, every cause but judge and
-// scorer outages counting in group statistics.
+// only judge, compile-fix repairs judged by reference tokens then compiled
+// artifacts, heuristic process scores for agent episodes (none for other
+// responses), expansion on, every cause but judge and scorer outages
+// counting in group statistics.
 func DefaultConfig() Config {
 	return Config{
 		RewardPolicy:     topics.RewardPassRate,
 		Tiers:            Tiers{NoCompile: 0, Wrong: 0.5, Unsure: 0.5, Correct: 1},
 		Judges:           []string{JudgeTests},
-		CompileFixJudges: []string{JudgeReferencePatch},
+		CompileFixJudges: []string{JudgeReferencePatch, JudgeArtifact},
+		Artifact:         defaultArtifactConfig(),
 		TestsGate:        true,
 		ReferencePatch:   ReferencePatchConfig{MismatchAbstains: true},
 		LLMJudge: LLMJudgeConfig{
@@ -223,14 +239,15 @@ func DefaultConfig() Config {
 			CacheSize:        4096,
 			Timeout:          2 * time.Minute,
 		},
-		LLM:    DefaultLLMConfig(),
-		Scorer: ScorerNone,
+		LLM:           DefaultLLMConfig(),
+		Scorer:        ScorerNone,
+		EpisodeScorer: ScorerHeuristic,
 		Heuristic: HeuristicConfig{
 			RepeatedInspectionScore: 0.2,
 			NoOpEditScore:           0,
 			RepeatedActionScore:     0.1,
 			InspectTools:            []string{"read_file", "view_file", "open_file", "view", "open", "read", "cat", "show_file", "inspect_file"},
-			EditTools:               []string{"edit_file", "write_file", "create_file", "str_replace", "replace", "insert", "apply_patch", "patch"},
+			EditTools:               []string{"edit", "edit_file", "write_file", "create_file", "str_replace", "replace", "insert", "apply_patch", "patch"},
 			ShellTools:              []string{"bash", "shell", "run", "execute", "terminal", "run_command"},
 		},
 		LLMScorer: LLMScorerConfig{
@@ -289,19 +306,26 @@ func (c Config) Validate() error {
 	seen = map[string]bool{}
 	for _, j := range c.CompileFixJudges {
 		switch j {
-		case JudgeReferencePatch, JudgeLLM:
+		case JudgeReferencePatch, JudgeArtifact, JudgeLLM:
 		default:
-			errs = append(errs, fmt.Errorf("compile_fix_judges: unknown judge %q (reference_patch, llm)", j))
+			errs = append(errs, fmt.Errorf("compile_fix_judges: unknown judge %q (reference_patch, artifact, llm)", j))
 		}
 		if seen[j] {
 			errs = append(errs, fmt.Errorf("compile_fix_judges: %q listed twice", j))
 		}
 		seen[j] = true
 	}
-	switch c.Scorer {
-	case ScorerNone, ScorerHeuristic, ScorerLLM:
-	default:
-		errs = append(errs, fmt.Errorf("scorer %q: want none, heuristic or llm", c.Scorer))
+	for name, v := range map[string]string{"scorer": c.Scorer, "episode_scorer": c.EpisodeScorer} {
+		switch v {
+		case ScorerNone, ScorerHeuristic, ScorerLLM:
+		default:
+			errs = append(errs, fmt.Errorf("%s %q: want none, heuristic or llm", name, v))
+		}
+	}
+	if c.Artifact.Store != "" && slices.Contains(c.CompileFixJudges, JudgeArtifact) {
+		if err := c.Artifact.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("artifact: %w", err))
+		}
 	}
 	switch c.ScorerFailure {
 	case ScorerFailureMask, ScorerFailureUnscored:
@@ -318,7 +342,7 @@ func (c Config) Validate() error {
 	if seen[JudgeLLM] {
 		errs = append(errs, c.LLMJudge.validate("llm_judge")...)
 	}
-	if c.Scorer == ScorerLLM {
+	if c.Scorer == ScorerLLM || c.EpisodeScorer == ScorerLLM {
 		if c.LLMScorer.MaxStepBytes < 64 {
 			errs = append(errs, fmt.Errorf("llm_scorer.max_step_bytes must be >= 64, got %d", c.LLMScorer.MaxStepBytes))
 		}
@@ -373,7 +397,21 @@ func (c Config) Validate() error {
 
 // usesLLM reports whether the LLM judge or the LLM scorer is configured.
 func (c Config) usesLLM() bool {
-	return slices.Contains(c.Judges, JudgeLLM) || slices.Contains(c.CompileFixJudges, JudgeLLM) || c.Scorer == ScorerLLM
+	return slices.Contains(c.Judges, JudgeLLM) || slices.Contains(c.CompileFixJudges, JudgeLLM) || c.Scorer == ScorerLLM ||
+		c.EpisodeScorer == ScorerLLM
+}
+
+// DefaultArtifactUIDBase is the first uid of the artifact judge's build
+// sandbox: apart from execute's (63000) and the episodes' (64000).
+const DefaultArtifactUIDBase = 66000
+
+func defaultArtifactConfig() compilefix.Config {
+	c := compilefix.DefaultConfig()
+	c.Builder.UIDBase = DefaultArtifactUIDBase
+	// Two builds per comparison at most, only for candidates that build:
+	// a small pool.
+	c.Builder.Workers = 2
+	return c
 }
 
 func (c LLMJudgeConfig) validate(name string) []error {

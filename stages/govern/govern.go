@@ -49,9 +49,12 @@ type Governor struct {
 	classify *classifier
 	judges   *judgeChain
 	scorer   StepScorer
-	refine   *refiner
-	now      func() time.Time
-	events   llmEvents
+	// episodes scores agent episodes (Config.EpisodeScorer).
+	episodes    StepScorer
+	equivalence judge.Comparer
+	refine      *refiner
+	now         func() time.Time
+	events      llmEvents
 }
 
 // Result is what governing one execution yields.
@@ -74,8 +77,13 @@ func WithJudges(judges ...Judge) Option {
 	return func(g *Governor) { g.judges.judges = judges }
 }
 
-// WithScorer replaces the scorer built from Config.Scorer.
-func WithScorer(s StepScorer) Option { return func(g *Governor) { g.scorer = s } }
+// WithScorer replaces the scorers built from Config.Scorer and
+// Config.EpisodeScorer.
+func WithScorer(s StepScorer) Option { return func(g *Governor) { g.scorer, g.episodes = s, s } }
+
+// WithEquivalence gives the artifact judge its comparer (a
+// *compilefix.Equivalence); without one it abstains.
+func WithEquivalence(c judge.Comparer) Option { return func(g *Governor) { g.equivalence = c } }
 
 // withEvents reports LLM judge and scorer events (metrics).
 func withEvents(ev llmEvents) Option { return func(g *Governor) { g.events = ev } }
@@ -106,7 +114,6 @@ func NewGovernor(cfg Config, model ChatModel, opts ...Option) (*Governor, error)
 		o(g)
 	}
 	var llmJudge *LLMJudge
-	var llmScorer *LLMScorer
 	if g.judges.judges == nil {
 		for _, name := range cfg.Judges {
 			switch name {
@@ -127,6 +134,8 @@ func NewGovernor(cfg Config, model ChatModel, opts ...Option) (*Governor, error)
 		switch name {
 		case JudgeReferencePatch:
 			g.judges.compileFix = append(g.judges.compileFix, judge.ReferencePatch{MismatchAbstains: true})
+		case JudgeArtifact:
+			g.judges.compileFix = append(g.judges.compileFix, judge.Artifact{Comparer: g.equivalence})
 		case JudgeLLM:
 			if llmJudge == nil {
 				if llmJudge, err = NewLLMJudge(cfg.LLMJudge, model); err != nil {
@@ -138,20 +147,31 @@ func NewGovernor(cfg Config, model ChatModel, opts ...Option) (*Governor, error)
 		}
 	}
 	if g.scorer == nil {
-		switch cfg.Scorer {
-		case ScorerNone:
-			g.scorer = NoneScorer{}
-		case ScorerHeuristic:
-			g.scorer = NewHeuristicScorer(cfg.Heuristic)
-		case ScorerLLM:
-			if llmScorer, err = NewLLMScorer(cfg.LLMScorer, model); err != nil {
-				return nil, fmt.Errorf("govern: %w", err)
-			}
-			llmScorer.events = g.events
-			g.scorer = llmScorer
+		if g.scorer, err = g.newScorer(cfg.Scorer, model); err != nil {
+			return nil, err
+		}
+	}
+	if g.episodes == nil {
+		if g.episodes, err = g.newScorer(cfg.EpisodeScorer, model); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
+}
+
+func (g *Governor) newScorer(name string, model ChatModel) (StepScorer, error) {
+	switch name {
+	case ScorerHeuristic:
+		return NewHeuristicScorer(g.cfg.Heuristic), nil
+	case ScorerLLM:
+		s, err := NewLLMScorer(g.cfg.LLMScorer, model)
+		if err != nil {
+			return nil, fmt.Errorf("govern: %w", err)
+		}
+		s.events = g.events
+		return s, nil
+	}
+	return NoneScorer{}, nil
 }
 
 // Govern routes, rewards and weights one execution and decides its
@@ -192,8 +212,12 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 	}
 	var scores []float32
 	steps, aligned := alignSteps(&ex.Candidate)
-	if g.scores(ex, steps) {
-		scores, err = g.scorer.Score(ctx, task, ex, steps, aligned)
+	scorer := g.scorer
+	if len(ex.ToolSteps) > 0 {
+		scorer = g.episodes
+	}
+	if g.scores(ex, task, steps) {
+		scores, err = scorer.Score(ctx, task, ex, steps, aligned)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -205,7 +229,7 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 	case err != nil:
 		scores = nil
 	case scores != nil && len(scores) != len(steps):
-		return Result{}, fmt.Errorf("scorer %s returned %d scores for %d steps", g.scorer.Name(), len(scores), len(steps))
+		return Result{}, fmt.Errorf("scorer %s returned %d scores for %d steps", scorer.Name(), len(scores), len(steps))
 	}
 	s := g.sample(ex, cause, reward, scores)
 	if task.Kind == topics.KindCompileFix && task.ReferencePatch != "" && strings.TrimSpace(ex.Code) != "" {
@@ -228,10 +252,16 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 
 // scores reports whether the step scorer is asked about a normal execution
 // with these steps. Process scores are for trajectories that compiled or
-// parsed; a response without step boundaries (one step) keeps weight 1
-// unless Config.ScorerWholeResponses asks for it to be rescaled too.
-func (g *Governor) scores(ex *topics.Execution, steps []Step) bool {
-	if ex.Status == topics.StatusCompileError {
+// parsed: for a compile-fix repair, one whose patch applied and built
+// (passed, wrong_answer); otherwise anything but a compile error. A
+// response without step boundaries (one step) keeps weight 1 unless
+// Config.ScorerWholeResponses asks for it to be rescaled too.
+func (g *Governor) scores(ex *topics.Execution, task *topics.Task, steps []Step) bool {
+	if task != nil && task.Kind == topics.KindCompileFix {
+		if ex.Status != topics.StatusPassed && ex.Status != topics.StatusWrongAnswer {
+			return false
+		}
+	} else if ex.Status == topics.StatusCompileError {
 		return false
 	}
 	return len(steps) > 1 || g.cfg.ScorerWholeResponses

@@ -56,11 +56,15 @@ func (NoneScorer) Score(context.Context, *topics.Task, *topics.Execution, []Step
 //     got from an earlier step (NoOpEditScore);
 //   - a repeated action: the same tool call (tool and arguments) as an
 //     earlier step with no effective edit in between (inspections are
-//     judged by the rule above), or, for steps without
+//     judged by the rule above; running the build again after an edit is
+//     not a repetition), or, for steps without
 //     a recognised call, the same tokens (or text) as an earlier step
 //     (RepeatedActionScore).
 //
-// A single-step response scores 1: there is nothing to compare.
+// An agent episode's steps are read by their tools' roles (topics.ToolStep.Role,
+// from the episode's tool specs); plain-text responses by the tool names of
+// HeuristicConfig. A single-step response scores 1: there is nothing to
+// compare.
 type HeuristicScorer struct {
 	cfg HeuristicConfig
 }
@@ -156,6 +160,9 @@ var (
 // edit. written is updated with whole-file writes.
 func (h *HeuristicScorer) classify(a *Action, written map[string]string) (kind actionKind, paths, keys []string, noop bool) {
 	tool := strings.ToLower(a.Tool)
+	if a.Role != "" {
+		return h.classifyRole(a, written)
+	}
 	if slices.Contains(h.cfg.ShellTools, tool) {
 		cmd, _ := a.Args["command"].(string)
 		if cmd == "" {
@@ -172,6 +179,25 @@ func (h *HeuristicScorer) classify(a *Action, written map[string]string) (kind a
 	case slices.Contains(h.cfg.InspectTools, tool) || sub == "view":
 		return actInspect, paths, inspectKeys(paths, a.Args), false
 	case slices.Contains(h.cfg.EditTools, tool) || slices.Contains([]string{"str_replace", "create", "insert", "undo_edit"}, sub):
+		return actEdit, paths, nil, noOpEdit(a.Args, p, written)
+	}
+	return actOther, paths, nil, false
+}
+
+// classifyRole classifies an agent episode's action by its tool's role
+// (topics.ToolRole*): reads are inspections, edits are edits (a refused one
+// changes nothing and is no edit), everything else (search, list, verify,
+// submit) is compared as an action, so a build after an effective edit is
+// new information and a build repeated without one is not.
+func (h *HeuristicScorer) classifyRole(a *Action, written map[string]string) (kind actionKind, paths, keys []string, noop bool) {
+	p := cleanPath(firstString(a.Args, pathKeys...))
+	if p != "" {
+		paths = []string{p}
+	}
+	switch {
+	case a.Role == topics.ToolRoleRead:
+		return actInspect, paths, inspectKeys(paths, a.Args), false
+	case a.Role == topics.ToolRoleEdit && !a.Failed:
 		return actEdit, paths, nil, noOpEdit(a.Args, p, written)
 	}
 	return actOther, paths, nil, false

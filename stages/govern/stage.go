@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/murphy-rl/murphy/compilefix"
 	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/tasks"
 	"github.com/murphy-rl/murphy/topics"
@@ -23,12 +25,36 @@ type Stage struct {
 	cat     topics.Catalog
 	metrics *Metrics
 	cfg     Config
+	// release closes what the stage opened (the artifact judge's sandbox).
+	release func()
+}
+
+// Close releases the artifact judge's build sandbox and snapshot cache.
+func (s *Stage) Close() {
+	if s.release != nil {
+		s.release()
+	}
+}
+
+// OpenEquivalence opens the artifact judge's comparer from cfg.Artifact,
+// when the chain has the artifact judge and a store is set (nil, nil
+// otherwise).
+func OpenEquivalence(ctx context.Context, cfg Config) (*compilefix.Equivalence, func(), error) {
+	if cfg.Artifact.Store == "" || !slices.Contains(cfg.CompileFixJudges, JudgeArtifact) {
+		return nil, func() {}, nil
+	}
+	eq, closeEq, err := compilefix.OpenEquivalence(ctx, cfg.Artifact)
+	if err != nil {
+		return nil, nil, fmt.Errorf("govern: artifact judge: %w", err)
+	}
+	return eq, closeEq, nil
 }
 
 // NewStage builds the stage. tasks looks tasks up (the compacted tasks
 // topic); model is the chat model of the LLM judge and scorer (nil: built
 // from cfg.LLM when either is configured); reg receives the stage's metrics
-// (nil: none).
+// (nil: none). With the artifact judge and a store in cfg.Artifact it opens
+// its build sandbox (Close releases it) unless an option gives a comparer.
 func NewStage(cfg Config, lookup TaskLookup, model ChatModel, cat topics.Catalog, reg prometheus.Registerer, opts ...Option) (*Stage, error) {
 	if lookup == nil {
 		return nil, errors.New("govern: no task lookup")
@@ -49,16 +75,26 @@ func NewStage(cfg Config, lookup TaskLookup, model ChatModel, cat topics.Catalog
 	if err != nil {
 		return nil, err
 	}
-	gov, err := NewGovernor(cfg, model, append([]Option{withEvents(m.llmEvent)}, opts...)...)
+	eq, release, err := OpenEquivalence(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
+	base := []Option{withEvents(m.llmEvent)}
+	if eq != nil {
+		base = append(base, WithEquivalence(eq))
+	}
+	gov, err := NewGovernor(cfg, model, append(base, opts...)...)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	if err := m.register(reg); err != nil {
+		release()
 		return nil, err
 	}
 	// A missing task is waited for up to TaskWait, then the execution is
 	// dead-lettered: the policy of every stage (tasks.Await).
-	return &Stage{gov: gov, tasks: tasks.Awaiting(lookup, cfg.TaskWait), cat: cat, metrics: m, cfg: cfg}, nil
+	return &Stage{gov: gov, tasks: tasks.Awaiting(lookup, cfg.TaskWait), cat: cat, metrics: m, cfg: cfg, release: release}, nil
 }
 
 // Spec describes the stage for pipeline.Runtime.AddStage.

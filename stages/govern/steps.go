@@ -46,7 +46,14 @@ type Step struct {
 // Action is a tool call found in a response.
 type Action struct {
 	Tool string
-	Args map[string]any
+	// Role is what the tool does (topics.ToolRole*), from the episode's
+	// recorded step; "" when the response is plain text (the tool names of
+	// HeuristicConfig decide then).
+	Role string
+	// Failed: the tool answered that the call was a misuse ("error: ...",
+	// e.g. an edit whose old text is not in the file): it changed nothing.
+	Failed bool
+	Args   map[string]any
 	// Canonical is the tool and arguments serialised with sorted keys: two
 	// actions are the same when their Canonical strings are equal.
 	Canonical string
@@ -59,6 +66,11 @@ type Action struct {
 var (
 	toolCallTag = regexp.MustCompile(`(?s)<tool_call>\s*(.*?)\s*</tool_call>`)
 	jsonFence   = regexp.MustCompile("(?s)```(?:json)?[ \t]*\n(\\{.*?\\})\\s*\n```")
+	// toolResponses are the tool outputs of a response in the Hermes/Qwen
+	// rendering (episode.RenderToolOutput): tags inside an output are
+	// escaped, so the shortest match is the whole output.
+	toolResponses = regexp.MustCompile(`(?s)\n?<tool_response>\n.*?</tool_response>\n?`)
+	toolResponse  = regexp.MustCompile(`(?s)^\s*<tool_response>\n.*?</tool_response>\n?`)
 )
 
 // parseAction parses one tool-call JSON object.
@@ -132,11 +144,27 @@ func findActions(text string) []actionMatch {
 }
 
 // alignSteps attaches text and actions to the step spans. The response text
-// is cut after each recognised tool call: when there is one call per step,
-// or one per step but the last (a final answer without a call), segment i
-// is the text of step i. A single-step response gets the whole text.
+// is cut after each recognised tool call and the tool's response that
+// follows it: when there is one call per step, or one per step but the last
+// (a final answer without a call), segment i is the text of step i, its
+// action and its own output. A single-step response gets the whole text.
 // Otherwise the steps keep their spans only and scorers fall back to tokens.
+// An agent episode's recorded steps give each action its tool's role and
+// whether the tool refused the call.
 func alignSteps(c *topics.Candidate) (steps []Step, aligned bool) {
+	steps, aligned = cutSteps(c)
+	if len(c.ToolSteps) > 0 && len(c.ToolSteps) <= len(steps) {
+		for i, ts := range c.ToolSteps {
+			if a := steps[i].Action; a != nil && a.Tool == ts.Tool {
+				a.Role = ts.Role
+				a.Failed = strings.HasPrefix(ts.Output, "error: ")
+			}
+		}
+	}
+	return steps, aligned
+}
+
+func cutSteps(c *topics.Candidate) (steps []Step, aligned bool) {
 	spans := StepSpans(c)
 	steps = make([]Step, len(spans))
 	for i, s := range spans {
@@ -156,6 +184,9 @@ func alignSteps(c *topics.Candidate) (steps []Step, aligned bool) {
 			end := len(c.ResponseText)
 			if i < len(acts) {
 				end = acts[i].end
+				if m := toolResponse.FindStringIndex(c.ResponseText[end:]); m != nil {
+					end += m[1] // the step's own output
+				}
 				steps[i].Action = acts[i].action
 			}
 			if i == len(steps)-1 {

@@ -393,7 +393,7 @@ func Run(ctx context.Context, cfg Config, agent Agent, tools *Tools) (*Result, e
 		if turnLps == nil {
 			haveLogprobs = false
 		}
-		step := topics.ToolStep{Tool: call.Name, Arguments: canonicalArguments(call.Arguments), ActionStart: len(ids)}
+		step := topics.ToolStep{Tool: call.Name, Role: ToolRole(call.Name), Arguments: canonicalArguments(call.Arguments), ActionStart: len(ids)}
 		text.WriteString(action)
 		appendTokens(turnIDs, turnLps)
 		step.ActionEnd = len(ids)

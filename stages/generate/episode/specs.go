@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/murphy-rl/murphy/openai"
+	"github.com/murphy-rl/murphy/topics"
 )
 
 // ToolSpecs are the tool definitions sent to the model (function tools
@@ -55,6 +56,28 @@ func ToolSpecs() []openai.Tool {
 			Parameters:  schema(`{"type":"object","properties":{}}`),
 		},
 	}
+}
+
+// ToolRole is what the tool named name does (topics.ToolRole*: read,
+// search, list, edit, verify, submit), "" for a name that is not one of
+// ToolSpecs. Every step of an episode records it (topics.ToolStep.Role):
+// govern's step scorer reads the steps by role, not by name.
+func ToolRole(name string) string {
+	switch name {
+	case ToolReadFile:
+		return topics.ToolRoleRead
+	case ToolSearch:
+		return topics.ToolRoleSearch
+	case ToolListFiles:
+		return topics.ToolRoleList
+	case ToolEdit:
+		return topics.ToolRoleEdit
+	case ToolBuild:
+		return topics.ToolRoleVerify
+	case ToolSubmit:
+		return topics.ToolRoleSubmit
+	}
+	return ""
 }
 
 // ToolNames are the names of ToolSpecs, in order.
