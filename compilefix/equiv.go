@@ -143,7 +143,7 @@ func (e *Equivalence) Compare(ctx context.Context, task *topics.Task, candidate 
 		res.Verdict, res.Reason = EquivSame, "both patches leave every file the same"
 		return res, nil
 	}
-	key := tree.Digest() + "\x00" + hashHex(task.ReferencePatch) + "\x00" + rec.lang + "\x00" + strings.Join(cf.Build, "\x00") + "\x00" + strings.Join(sources, "\x00")
+	key := tree.Digest() + "\x00" + cf.Dependencies + "\x00" + hashHex(task.ReferencePatch) + "\x00" + rec.lang + "\x00" + strings.Join(cf.Build, "\x00") + "\x00" + strings.Join(sources, "\x00")
 	refSet, err := e.reference(ctx, task, tree, ref, sources, rec, key)
 	if err != nil {
 		return res, err
@@ -278,16 +278,22 @@ func (e *Equivalence) artifacts(ctx context.Context, task *topics.Task, tree *wo
 		return nil, err
 	}
 	cf := task.CompileFix
+	ev := &Evaluator{Builder: e.Builder, Cache: e.Cache, Dir: dir}
+	deps, releaseDeps, err := ev.dependencies(ctx, cf)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseDeps()
 	seedKey := seedKeyOf(cf)
 	if rec.warm && e.Builder.Seed(seedKey) == "" {
 		// A warm build cache, as execute keeps one: the snapshot with the
 		// reference patch is task data, trusted.
-		if err := (&Evaluator{Builder: e.Builder, Dir: dir}).warm(ctx, task, tree, seedKey); err != nil {
+		if err := ev.warm(ctx, task, tree, deps, seedKey); err != nil {
 			return nil, err
 		}
 	}
 	job := &sandbox.BuildJob{
-		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: rec.commands(cf, sources),
+		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: rec.commands(cf, sources), Deps: deps,
 		Limits: compileLimits(task), SeedKey: seedKey, Keep: []string{equivDir}, Export: filepath.Join(work, "export"),
 	}
 	res, err := e.Builder.Build(ctx, job)

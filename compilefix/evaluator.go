@@ -358,7 +358,7 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 	if len(cf.Tests) > 0 {
 		cmds = append(cmds, cf.Tests)
 	}
-	res, err := c.Builder.Build(ctx, &sandbox.BuildJob{
+	res, harness, err := c.buildOnce(ctx, &sandbox.BuildJob{
 		Tree: tree.Dir(), Overlay: overlay, Deleted: applied.Deleted(), Commands: cmds, Deps: deps,
 		Limits: compileLimits(task), SeedKey: seedKeyOf(cf),
 	})
@@ -367,6 +367,9 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 	}
 	if res.SandboxError != "" {
 		return sandboxErr(res.SandboxErrorKind, res.SandboxError)
+	}
+	if harness {
+		return sandboxErr(topics.SandboxErrorHarnessTimeout, "the build was killed at its wall-clock limit twice without using its CPU time")
 	}
 	bc := res.Commands[0]
 	out.MaxRunCPU = bc.CPU
