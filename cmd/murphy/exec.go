@@ -160,37 +160,11 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 		skipped += bad
 	}
 
-	cfg := sandbox.DefaultConfig()
-	cfg.Workers = o.workers
-	cfg.Limits.Wall, cfg.Limits.CPU, cfg.Limits.MemoryMB = o.timeout, o.timeout, o.memoryMB
-	pool, err := sandbox.NewPool(ctx, cfg)
+	ev, workers, closeEv, err := openExecEvaluator(ctx, o, ts)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	ev := &execute.Evaluator{Runner: pool, FeedbackBytes: o.feedbackBytes, StdioMaxTimeouts: 2}
-	if hasKind(ts, topics.KindCompileFix) {
-		url := o.store
-		if o.tasks == builtinTaskSet {
-			var cleanup func()
-			if url, cleanup, err = builtinStore(ctx, o.store); err != nil {
-				return fmt.Errorf("exec: %w", err)
-			}
-			defer cleanup()
-		}
-		if url == "" {
-			return errors.New("exec: compile-fix tasks need --workspace-store")
-		}
-		cfc := compilefix.DefaultConfig()
-		cfc.Store = url
-		cfc.Builder.Workers = o.workers
-		cf, closeCF, err := compilefix.Open(ctx, cfc)
-		if err != nil {
-			return fmt.Errorf("exec: %w", err)
-		}
-		defer closeCF()
-		ev.CompileFix = cf
-	}
+	defer closeEv()
 
 	results := make([]*execResult, len(sols))
 	ready := make(chan int, len(sols))
@@ -198,7 +172,7 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 	var wg sync.WaitGroup
 	var evalErr error
 	var once sync.Once
-	for range pool.Size() {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -280,6 +254,59 @@ collect:
 		return err
 	}
 	return w.Flush()
+}
+
+// openExecEvaluator opens the sandbox pool, and the build sandbox when ts
+// has compile-fix tasks, as murphy exec and murphy grade run them; workers
+// is the pool's size.
+func openExecEvaluator(ctx context.Context, o execOptions, ts []topics.Task) (ev *execute.Evaluator, workers int, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	cfg := sandbox.DefaultConfig()
+	cfg.Workers = o.workers
+	cfg.Limits.Wall, cfg.Limits.CPU, cfg.Limits.MemoryMB = o.timeout, o.timeout, o.memoryMB
+	if o.timeout == 0 {
+		d := sandbox.DefaultLimits()
+		cfg.Limits.Wall, cfg.Limits.CPU, cfg.Limits.MemoryMB = d.Wall, d.CPU, d.MemoryMB
+	}
+	pool, err := sandbox.NewPool(ctx, cfg)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	closers = append(closers, func() { _ = pool.Close() })
+	ev = &execute.Evaluator{Runner: pool, FeedbackBytes: o.feedbackBytes, StdioMaxTimeouts: 2}
+	if hasKind(ts, topics.KindCompileFix) {
+		url := o.store
+		if o.tasks == builtinTaskSet {
+			var cleanup func()
+			if url, cleanup, err = builtinStore(ctx, o.store); err != nil {
+				return nil, 0, nil, fmt.Errorf("exec: %w", err)
+			}
+			closers = append(closers, cleanup)
+		}
+		if url == "" {
+			return nil, 0, nil, errors.New("exec: compile-fix tasks need --workspace-store")
+		}
+		cfc := compilefix.DefaultConfig()
+		cfc.Store = url
+		cfc.Builder.Workers = o.workers
+		cf, closeCF, err := compilefix.Open(ctx, cfc)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("exec: %w", err)
+		}
+		closers = append(closers, closeCF)
+		ev.CompileFix = cf
+	}
+	return ev, pool.Size(), closeAll, nil
 }
 
 // readSolutions reads {task_id, solution|completion} lines. Broken lines

@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newCompareCmd(),
 		newVersionCmd(),
 		newExecCmd(),
+		newGradeCmd(),
 		newCreditCmd(),
 		newSubmitCmd(),
 		newBenchCmd(),

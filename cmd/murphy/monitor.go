@@ -219,11 +219,13 @@ type summary struct {
 	liftedFailures, failedNodes int
 	routes                      map[string]int
 	credit                      *credit.Summary
+	// signal are the method's per-turn metrics (credit.TurnMetrics).
+	signal map[int]*credit.TurnMetrics
 }
 
 func newSummary(total int) *summary {
 	return &summary{Total: total, seen: map[string]bool{}, nodesPerTurn: map[int]int{}, passedPerTurn: map[int]int{},
-		solvedBy: map[int]int{}, routes: map[string]int{}}
+		solvedBy: map[int]int{}, routes: map[string]int{}, signal: map[int]*credit.TurnMetrics{}}
 }
 
 func (s *summary) add(t *topics.CreditedTree) {
@@ -248,6 +250,12 @@ func (s *summary) add(t *topics.CreditedTree) {
 		s.Nodes++
 		s.nodesPerTurn[n.Turn]++
 		s.routes[n.Route]++
+		tm := s.signal[n.Turn]
+		if tm == nil {
+			tm = &credit.TurnMetrics{}
+			s.signal[n.Turn] = tm
+		}
+		tm.Add(&n.Sample)
 		s.reward = append(s.reward, n.Reward)
 		s.credited = append(s.credited, n.CreditedReward)
 		if n.Status == topics.StatusPassed {
@@ -285,6 +293,11 @@ func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, file
 		cum += s.solvedBy[t]
 		fmt.Fprintf(w, "  turn %d     %5d nodes, pass rate %5.1f%%, cumulative solve rate %5.1f%% of trees\n",
 			t, s.nodesPerTurn[t], pct(s.passedPerTurn[t], s.nodesPerTurn[t]), pct(cum, s.Trees))
+		if tm := s.signal[t]; tm != nil {
+			acc, deg, steps, scored := tm.Cells()
+			fmt.Fprintf(w, "             strict accuracy (tier 1) %s, degenerate share %s, steps per episode %s, episodes with step scores %s\n",
+				acc, deg, steps, scored)
+		}
 	}
 	fmt.Fprintf(w, "routes       %s\n", formatCounts(s.routes))
 	fmt.Fprintf(w, "reward       %s\n", distribution(s.reward))

@@ -31,6 +31,9 @@ type Summary struct {
 	// Informative and Uninformative failures: count and advantage sum.
 	Informative, Uninformative meanAcc
 	turns                      map[int]*spread
+	// Signal are the method's metrics per turn (TurnMetrics) of the samples
+	// kept.
+	Signal map[int]*TurnMetrics
 }
 
 type meanAcc struct {
@@ -68,7 +71,7 @@ func (s *spread) add(x float64) {
 
 // NewSummary starts an empty summary of cfg.
 func NewSummary(cfg topics.CreditConfig) *Summary {
-	return &Summary{Config: cfg, turns: map[int]*spread{}}
+	return &Summary{Config: cfg, turns: map[int]*spread{}, Signal: map[int]*TurnMetrics{}}
 }
 
 // Successful says whether a sample counts as a success in the summary.
@@ -107,6 +110,12 @@ func (s *Summary) Add(ct *topics.CreditedTree, nodes int) {
 	}
 	for i := range ct.Samples {
 		cs := &ct.Samples[i]
+		tm := s.Signal[cs.Turn]
+		if tm == nil {
+			tm = &TurnMetrics{}
+			s.Signal[cs.Turn] = tm
+		}
+		tm.Add(&cs.Sample)
 		if cs.Route == topics.RouteMasked {
 			continue
 		}
@@ -182,8 +191,28 @@ func WriteSummaries(w io.Writer, sums []*Summary) error {
 				turns = append(turns, t)
 			}
 		}
+		for t := range s.Signal {
+			if !slices.Contains(turns, t) {
+				turns = append(turns, t)
+			}
+		}
 	}
 	slices.Sort(turns)
+	signalRow := func(label string, t int, pick func(acc, deg, steps, scored string) string) {
+		row(fmt.Sprintf("%s, turn %d", label, t), func(s *Summary) string {
+			m := s.Signal[t]
+			if m == nil {
+				return "-"
+			}
+			return pick(m.Cells())
+		})
+	}
+	for _, t := range turns {
+		signalRow("strict accuracy (tier 1)", t, func(acc, _, _, _ string) string { return acc })
+		signalRow("degenerate share", t, func(_, deg, _, _ string) string { return deg })
+		signalRow("mean steps per episode", t, func(_, _, steps, _ string) string { return steps })
+		signalRow("episodes with step scores", t, func(_, _, _, scored string) string { return scored })
+	}
 	for _, t := range turns {
 		row(fmt.Sprintf("adv std [min, max], turn %d", t), func(s *Summary) string {
 			sp := s.turns[t]
@@ -201,4 +230,88 @@ func meanCell(m meanAcc) string {
 		return "- (n=0)"
 	}
 	return fmt.Sprintf("%+.3f (n=%d)", m.Mean(), m.N)
+}
+
+// TurnMetrics are the signal-reshaping method's metrics of one turn's
+// samples: strict accuracy (the tier-1 rate: samples on the train route
+// with reward 1), the degenerate share (samples routed last_step_penalty),
+// both of the samples that are not masked, and the mean steps of the agent
+// episodes with the share of them carrying process scores.
+type TurnMetrics struct {
+	Nodes, Masked, Correct, Degenerate int
+	// Episodes are agent episodes (candidates with tool steps or an episode
+	// end); EpisodeSteps their steps; Scored those with step scores.
+	Episodes, EpisodeSteps, Scored int
+}
+
+// Add counts one sample.
+func (m *TurnMetrics) Add(s *topics.Sample) {
+	m.Nodes++
+	switch s.Route {
+	case topics.RouteMasked:
+		m.Masked++
+	case topics.RouteLastStepPenalty:
+		m.Degenerate++
+	case topics.RouteTrain:
+		if s.Reward >= 1 {
+			m.Correct++
+		}
+	}
+	if len(s.ToolSteps) > 0 || s.EpisodeEnd != "" {
+		m.Episodes++
+		m.EpisodeSteps += len(s.ToolSteps)
+		if len(s.StepScores) > 0 {
+			m.Scored++
+		}
+	}
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
+}
+
+// StrictAccuracy is the tier-1 rate of the samples that are not masked.
+func (m TurnMetrics) StrictAccuracy() float64 { return ratio(m.Correct, m.Nodes-m.Masked) }
+
+// DegenerateShare is the share of the samples that are not masked routed
+// to the last-step penalty.
+func (m TurnMetrics) DegenerateShare() float64 { return ratio(m.Degenerate, m.Nodes-m.Masked) }
+
+// MeanSteps is the mean number of steps of an agent episode.
+func (m TurnMetrics) MeanSteps() float64 { return ratio(m.EpisodeSteps, m.Episodes) }
+
+// Cells renders the metrics as "strict accuracy, degenerate share, steps
+// per episode, episodes with step scores".
+func (m TurnMetrics) Cells() (acc, degenerate, steps, scored string) {
+	pctCell := func(x float64) string {
+		if math.IsNaN(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*x)
+	}
+	steps = "-"
+	if m.Episodes > 0 {
+		steps = fmt.Sprintf("%.1f", m.MeanSteps())
+		scored = fmt.Sprintf("%d/%d", m.Scored, m.Episodes)
+	} else {
+		scored = "-"
+	}
+	return pctCell(m.StrictAccuracy()), pctCell(m.DegenerateShare()), steps, scored
+}
+
+// TurnMetricsOf computes the metrics of samples per turn.
+func TurnMetricsOf(samples []*topics.Sample) map[int]*TurnMetrics {
+	out := map[int]*TurnMetrics{}
+	for _, s := range samples {
+		m := out[s.Turn]
+		if m == nil {
+			m = &TurnMetrics{}
+			out[s.Turn] = m
+		}
+		m.Add(s)
+	}
+	return out
 }

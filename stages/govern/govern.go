@@ -64,6 +64,31 @@ type Result struct {
 	Refinement *topics.Prompt
 	// Judge names the judge that decided correctness ("" when not judged).
 	Judge string
+	// Verdict is the judge chain's decision and Compiles whether the
+	// candidate compiled (normal samples only).
+	Verdict  Verdict
+	Compiles bool
+}
+
+// Tier names the sample's reward tier: correct, unsure, wrong or
+// no_compile for a trained sample, else its route (masked,
+// last_step_penalty).
+func (r Result) Tier() string {
+	switch {
+	case r.Sample == nil:
+		return ""
+	case r.Sample.Route != topics.RouteTrain:
+		return r.Sample.Route
+	case !r.Compiles:
+		return "no_compile"
+	}
+	switch r.Verdict {
+	case Correct:
+		return "correct"
+	case Unsure:
+		return "unsure"
+	}
+	return "wrong"
 }
 
 // Option customises a Governor.
@@ -236,7 +261,7 @@ func (g *Governor) Govern(ctx context.Context, ex *topics.Execution, tasks TaskL
 		r := patch.Similarity(ex.Code, task.ReferencePatch)
 		s.PatchSimilarity = &r
 	}
-	res := Result{Sample: s, Judge: d.judge}
+	res := Result{Sample: s, Judge: d.judge, Verdict: d.verdict, Compiles: d.compiles}
 	if g.cfg.Expansion.Enabled && !d.solved() && !slices.Contains(g.cfg.Expansion.SkipCauses, cause) {
 		if size := childGroupSize(ex.TreeSpec, ex.Turn); size > 0 {
 			p, err := g.refine.Prompt(ex, task, cause, size, g.now())
