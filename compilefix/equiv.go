@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -203,14 +202,7 @@ func (e *Equivalence) reference(ctx context.Context, task *topics.Task, tree *wo
 // differs names it.
 func compareChanged(root string, ref, cand *patch.Result, rec *recipe) (sources []string, differs string, err error) {
 	refFiles, candFiles := changeMap(ref), changeMap(cand)
-	paths := map[string]bool{}
-	for p := range refFiles {
-		paths[p] = true
-	}
-	for p := range candFiles {
-		paths[p] = true
-	}
-	for _, p := range slices.Sorted(mapKeys(paths)) {
+	for _, p := range unionKeys(refFiles, candFiles) {
 		a, aok, err := contentAfter(root, p, refFiles)
 		if err != nil {
 			return nil, "", err
@@ -230,14 +222,16 @@ func compareChanged(root string, ref, cand *patch.Result, rec *recipe) (sources 
 	return sources, "", nil
 }
 
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
+// unionKeys returns the keys of a and b, sorted.
+func unionKeys[V any](a, b map[string]V) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
 	}
+	for k := range b {
+		keys[k] = true
+	}
+	return sortedKeys(keys)
 }
 
 func changeMap(r *patch.Result) map[string]patch.Change {
@@ -322,14 +316,7 @@ func (e *Equivalence) artifacts(ctx context.Context, task *topics.Task, tree *wo
 
 // diffDigests names the first artifact that differs ("" when none).
 func diffDigests(a, b map[string]string) string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	for _, k := range slices.Sorted(mapKeys(keys)) {
+	for _, k := range unionKeys(a, b) {
 		x, xok := a[k]
 		y, yok := b[k]
 		switch {

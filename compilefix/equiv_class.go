@@ -191,7 +191,7 @@ func stripCode(body []byte, utf8 map[int]string, parent *classReader) []byte {
 		r.err = errors.New("bytes after a Code attribute")
 	}
 	if r.err != nil {
-		parent.fail(fmt.Errorf("Code attribute: %w", r.err))
+		parent.fail(fmt.Errorf("attribute Code: %w", r.err))
 	}
 	return out.Bytes()
 }

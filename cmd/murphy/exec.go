@@ -112,25 +112,9 @@ type execSummary struct {
 
 func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error {
 	start := time.Now()
-	var ts []topics.Task
-	var err error
-	if o.tasks == builtinTaskSet {
-		ts, err = allBuiltinTasks()
-	} else {
-		var lerrs []tasks.LineError
-		ts, lerrs, err = tasks.Load(o.tasks, o.format)
-		for _, le := range lerrs {
-			fmt.Fprintf(stderr, "murphy exec: %s: %v\n", o.tasks, &le)
-		}
-	}
+	ts, err := loadExecTasks("exec", o, stderr)
 	if err != nil {
 		return err
-	}
-	if ts, err = selectKinds(ts, o.kinds); err != nil {
-		return fmt.Errorf("exec: --kinds: %w", err)
-	}
-	if len(ts) == 0 {
-		return fmt.Errorf("exec: no usable task in %s", o.tasks)
 	}
 	byID := make(map[string]*topics.Task, len(ts))
 	for i := range ts {

@@ -137,7 +137,7 @@ func (r *recordingComparer) result(taskID, code string) string {
 }
 
 func runGrade(ctx context.Context, o gradeOptions, gcfg govern.Config, stdout, stderr io.Writer) error {
-	ts, err := loadExecTasks(o.exec, stderr)
+	ts, err := loadExecTasks("grade", o.exec, stderr)
 	if err != nil {
 		return err
 	}
@@ -206,8 +206,10 @@ func runGrade(ctx context.Context, o gradeOptions, gcfg govern.Config, stdout, s
 	return enc.Encode(map[string]any{"summary": map[string]any{"graded": len(execs), "tiers": tiers}})
 }
 
-// loadExecTasks loads the tasks as murphy exec does.
-func loadExecTasks(o execOptions, stderr io.Writer) ([]topics.Task, error) {
+// loadExecTasks loads the tasks of murphy exec and murphy grade (cmd names
+// the command in messages): a task file or the built-in set, of the
+// selected kinds.
+func loadExecTasks(cmd string, o execOptions, stderr io.Writer) ([]topics.Task, error) {
 	var ts []topics.Task
 	var err error
 	if o.tasks == builtinTaskSet || o.tasks == "" {
@@ -216,17 +218,17 @@ func loadExecTasks(o execOptions, stderr io.Writer) ([]topics.Task, error) {
 		var lerrs []tasks.LineError
 		ts, lerrs, err = tasks.Load(o.tasks, o.format)
 		for _, le := range lerrs {
-			fmt.Fprintf(stderr, "murphy grade: %s: %v\n", o.tasks, &le)
+			fmt.Fprintf(stderr, "murphy %s: %s: %v\n", cmd, o.tasks, &le)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if ts, err = selectKinds(ts, o.kinds); err != nil {
-		return nil, fmt.Errorf("grade: --kinds: %w", err)
+		return nil, fmt.Errorf("%s: --kinds: %w", cmd, err)
 	}
 	if len(ts) == 0 {
-		return nil, fmt.Errorf("grade: no usable task in %s", o.tasks)
+		return nil, fmt.Errorf("%s: no usable task in %s", cmd, o.tasks)
 	}
 	return ts, nil
 }
