@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/murphy-rl/murphy/compilefix/diag"
 	"github.com/murphy-rl/murphy/compilefix/patch"
 	"github.com/murphy-rl/murphy/compilefix/workspace"
+	"github.com/murphy-rl/murphy/openai"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/murphy-rl/murphy/stages/generate/episode"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
@@ -76,6 +78,12 @@ type EpisodesConfig struct {
 	// Simulated configures the simulated agent (NOT a model), used with
 	// the simulated policy.
 	Simulated episode.SimulatedConfig `yaml:"simulated"`
+	// ChatTemplate, with the OpenAI policy, takes the episodes' token ids
+	// from the server's own chat-template tokenisation of every turn's
+	// context: vllm (/tokenize with messages) or llama.cpp
+	// (/apply-template, then /tokenize); "" renders tool turns in the
+	// Hermes form (episode README "Token ids").
+	ChatTemplate string `yaml:"chat_template"`
 }
 
 // DefaultEpisodesUIDBase is the first uid of the episodes' build slots:
@@ -116,6 +124,9 @@ func (c EpisodesConfig) Validate() error {
 	}
 	if err := c.Simulated.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ChatTemplate != "" && !slices.Contains(openai.ChatTemplates(), c.ChatTemplate) {
+		errs = append(errs, fmt.Errorf("chat_template %q: want one of %v", c.ChatTemplate, openai.ChatTemplates()))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("episodes: %w", errors.Join(errs...))
@@ -401,7 +412,7 @@ func (s *Stage) agentFor(pol policy.Policy, task *topics.Task, p *topics.Prompt,
 	case *policy.Simulated:
 		return episode.NewSimulatedAgent(s.ep.cfg.Simulated, task, p, nodeID)
 	case *policy.OpenAI:
-		return episode.OpenAIAgentFor(pol, nodeID)
+		return episode.OpenAIAgentFor(pol, nodeID, s.ep.cfg.ChatTemplate)
 	}
 	if sim, ok := s.pol.(*policy.Simulated); ok && sim != nil {
 		// A version's policy of a stage on the simulated policy.

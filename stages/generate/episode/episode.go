@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/murphy-rl/murphy/openai"
@@ -148,6 +149,10 @@ type Result struct {
 	Builds int
 	// Error says why an EndError episode failed.
 	Error string
+	// ContextMismatches counts the tool outputs, with a chat template,
+	// whose next context did not hold the action as sampled: their tokens
+	// are the rendered output's (see Run).
+	ContextMismatches int
 }
 
 // ApplyTo fills the episode's fields of a candidate: response text,
@@ -277,167 +282,314 @@ func canonicalArguments(args string) string {
 	return args
 }
 
+// ContextTokenizer is implemented by agents whose server renders a
+// conversation with the served model's chat template (OpenAIAgent with
+// OpenAIAgentConfig.ChatTemplate). ok is false when the agent has no
+// template: Run then renders episodes itself (RenderAction,
+// RenderToolOutput). README "Token ids" has the rule.
+type ContextTokenizer interface {
+	TokenizeContext(ctx context.Context, conv []Message, addGenerationPrompt bool) (ids []int32, ok bool, err error)
+}
+
 // Run runs one episode of agent over tools and returns it as one response.
 // On an infrastructure failure it returns the episode so far, ended with
 // EndError, and the error.
+//
+// Token ids: with a chat template (ContextTokenizer), the prompt is the
+// server's tokens of the first context, each action the tokens the server
+// sampled (else the server's tokens of the action as its template closes
+// it), and each tool output the tokens the next context adds after the
+// action: the response is then the context every later turn was sampled
+// under. Without one, or where the next context does not hold the action
+// as sampled (Result.ContextMismatches), the tool output is the server's
+// tokens of RenderToolOutput.
 func Run(ctx context.Context, cfg Config, agent Agent, tools *Tools) (*Result, error) {
-	maxSteps := cfg.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = DefaultMaxSteps
+	r := newRunner(cfg, agent, tools)
+	if err := r.begin(ctx); err != nil {
+		return r.finish(EndError, err)
 	}
-	res := &Result{}
-	var text strings.Builder
-	var ids []int32
-	var lps []float32
-	haveLogprobs := true
-	var conv []Message
-	if cfg.System != "" {
-		conv = append(conv, Message{Role: "system", Content: cfg.System})
-	}
-	conv = append(conv, Message{Role: "user", Content: cfg.Prompt})
-
-	finish := func(end string, err error) (*Result, error) {
-		res.EpisodeEnd = end
-		res.ResponseText = text.String()
-		res.ResponseTokenIDs = ids
-		if haveLogprobs {
-			res.ResponseLogprobs = lps
-		}
-		res.Conversation = conv
-		res.Builds = tools.Builds()
-		if res.StepEnds == nil {
-			res.StepEnds = []int{}
-		}
-		code, derr := tools.Diff()
-		res.Code = code
-		if err == nil && derr != nil {
-			end, err = EndError, derr
-			res.EpisodeEnd = end
-		}
-		if err != nil {
-			res.Error = err.Error()
-		}
-		return res, err
-	}
-	appendTokens := func(t []int32, l []float32) {
-		ids = append(ids, t...)
-		if l == nil {
-			l = make([]float32, len(t))
-		}
-		lps = append(lps, l...)
-	}
-
 	for turnNo := 0; ; turnNo++ {
-		if turnNo >= maxSteps {
-			return finish(EndStepBudget, nil)
+		if turnNo >= r.maxSteps {
+			return r.finish(EndStepBudget, nil)
 		}
-		limit := cfg.MaxTurnTokens
-		if cfg.MaxTokens > 0 {
-			left := cfg.MaxTokens - len(ids)
-			if left <= 0 {
-				res.FinishReason = "length"
-				return finish(EndContext, nil)
-			}
-			if limit <= 0 || left < limit {
-				limit = left
-			}
+		end, done, err := r.turn(ctx, turnNo)
+		if done {
+			return r.finish(end, err)
 		}
-		turn, err := agent.Next(ctx, conv, limit)
-		if err != nil {
-			if ctx.Err() == nil && (openai.IsContextOverflow(err) || errors.Is(err, policy.ErrContextOverflow)) {
-				res.FinishReason = "length"
-				return finish(EndContext, nil)
-			}
-			return finish(EndError, fmt.Errorf("episode: turn %d: %w", turnNo+1, err))
-		}
-		if turnNo == 0 {
-			res.PromptTokenIDs = turn.PromptTokenIDs
-		}
-		res.FinishReason = turn.FinishReason
-		turnIDs, turnLps := turn.TokenIDs, turn.Logprobs
-		if len(turnLps) != len(turnIDs) {
-			turnLps = nil
-		}
-
-		if len(turn.Calls) == 0 {
-			// A final answer without a call: the trailing step.
-			conv = append(conv, Message{Role: "assistant", Content: turn.Text})
-			if len(turnIDs) == 0 && turn.Text != "" {
-				if turnIDs, err = agent.Tokenize(ctx, turn.Text); err != nil {
-					return finish(EndError, fmt.Errorf("episode: tokenize: %w", err))
-				}
-				turnLps = nil
-			}
-			if len(turnIDs) > 0 && turnLps == nil {
-				haveLogprobs = false
-			}
-			text.WriteString(turn.Text)
-			appendTokens(turnIDs, turnLps)
-			if turn.FinishReason == "length" {
-				return finish(EndContext, nil)
-			}
-			return finish(EndNoToolCall, nil)
-		}
-
-		call := turn.Calls[0]
-		action := RenderAction(turn.Text, call)
-		if len(turnIDs) == 0 {
-			if turnIDs, err = agent.Tokenize(ctx, action); err != nil {
-				return finish(EndError, fmt.Errorf("episode: tokenize: %w", err))
-			}
-			turnLps = nil
-		}
-		if len(turnIDs) == 0 {
-			return finish(EndError, errors.New("episode: a tool call tokenized to no tokens"))
-		}
-		if turnLps == nil {
-			haveLogprobs = false
-		}
-		step := topics.ToolStep{Tool: call.Name, Role: ToolRole(call.Name), Arguments: canonicalArguments(call.Arguments), ActionStart: len(ids)}
-		text.WriteString(action)
-		appendTokens(turnIDs, turnLps)
-		step.ActionEnd = len(ids)
-		step.End = step.ActionEnd
-		conv = append(conv, Message{Role: "assistant", Content: turn.Text, ToolCalls: turn.Calls})
-		addStep := func() {
-			res.Steps = append(res.Steps, step)
-			res.StepEnds = append(res.StepEnds, step.End)
-		}
-
-		out, err := tools.Call(ctx, call.Name, call.Arguments)
-		if err != nil {
-			addStep()
-			return finish(EndError, err)
-		}
-		if out.Submitted {
-			conv = append(conv, Message{Role: "tool", ToolCallID: call.ID, Content: "submitted"})
-			addStep()
-			return finish(EndSubmitted, nil)
-		}
-		answer := CapOutput(out.Text, cfg.MaxToolOutputBytes)
-		if extra := len(turn.Calls) - 1; extra > 0 {
-			answer += fmt.Sprintf("(only the first tool call of a turn runs: %d more calls were not run)\n", extra)
-		}
-		conv = append(conv, Message{Role: "tool", ToolCallID: call.ID, Content: answer})
-		for _, c := range turn.Calls[1:] {
-			conv = append(conv, Message{Role: "tool", ToolCallID: c.ID, Content: "error: not run: one tool call per turn"})
-		}
-		rendered := RenderToolOutput(answer)
-		outIDs, err := agent.Tokenize(ctx, rendered)
-		if err != nil {
-			addStep()
-			return finish(EndError, fmt.Errorf("episode: tokenize: %w", err))
-		}
-		if cfg.MaxTokens > 0 && len(ids)+len(outIDs) > cfg.MaxTokens {
-			// The answer does not fit: the step ends at its action.
-			addStep()
-			res.FinishReason = "length"
-			return finish(EndContext, nil)
-		}
-		text.WriteString(rendered)
-		appendTokens(outIDs, nil)
-		step.End = len(ids)
-		step.Output = answer
-		addStep()
 	}
+}
+
+// runner is one episode in progress.
+type runner struct {
+	cfg          Config
+	agent        Agent
+	tools        *Tools
+	maxSteps     int
+	res          *Result
+	text         strings.Builder
+	ids          []int32
+	lps          []float32
+	haveLogprobs bool
+	conv         []Message
+	// tmpl is the agent's chat template (nil: none); context its last
+	// context's tokens, prompt included.
+	tmpl    ContextTokenizer
+	context []int32
+}
+
+func newRunner(cfg Config, agent Agent, tools *Tools) *runner {
+	r := &runner{cfg: cfg, agent: agent, tools: tools, maxSteps: cfg.MaxSteps, res: &Result{}, haveLogprobs: true}
+	if r.maxSteps <= 0 {
+		r.maxSteps = DefaultMaxSteps
+	}
+	if cfg.System != "" {
+		r.conv = append(r.conv, Message{Role: "system", Content: cfg.System})
+	}
+	r.conv = append(r.conv, Message{Role: "user", Content: cfg.Prompt})
+	if t, ok := agent.(ContextTokenizer); ok {
+		r.tmpl = t
+	}
+	return r
+}
+
+// begin tokenizes the first context with the chat template, if any.
+func (r *runner) begin(ctx context.Context) error {
+	if r.tmpl == nil {
+		return nil
+	}
+	ids, ok, err := r.tmpl.TokenizeContext(ctx, r.conv, true)
+	if err != nil {
+		return fmt.Errorf("episode: tokenize the context: %w", err)
+	}
+	if !ok {
+		r.tmpl = nil
+		return nil
+	}
+	r.context, r.res.PromptTokenIDs = ids, ids
+	return nil
+}
+
+func (r *runner) finish(end string, err error) (*Result, error) {
+	res := r.res
+	res.EpisodeEnd = end
+	res.ResponseText = r.text.String()
+	res.ResponseTokenIDs = r.ids
+	if r.haveLogprobs {
+		res.ResponseLogprobs = r.lps
+	}
+	res.Conversation = r.conv
+	res.Builds = r.tools.Builds()
+	if res.StepEnds == nil {
+		res.StepEnds = []int{}
+	}
+	code, derr := r.tools.Diff()
+	res.Code = code
+	if err == nil && derr != nil {
+		err = derr
+		res.EpisodeEnd = EndError
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, err
+}
+
+func (r *runner) appendTokens(t []int32, l []float32) {
+	r.ids = append(r.ids, t...)
+	if l == nil {
+		l = make([]float32, len(t))
+	}
+	r.lps = append(r.lps, l...)
+}
+
+// limit is the token bound of the next turn; ok is false when the
+// episode's budget is spent.
+func (r *runner) limit() (int, bool) {
+	limit := r.cfg.MaxTurnTokens
+	if r.cfg.MaxTokens > 0 {
+		left := r.cfg.MaxTokens - len(r.ids)
+		if left <= 0 {
+			return 0, false
+		}
+		if limit <= 0 || left < limit {
+			limit = left
+		}
+	}
+	return limit, true
+}
+
+// turn runs one model turn; done says the episode ended (with end, err).
+func (r *runner) turn(ctx context.Context, turnNo int) (end string, done bool, err error) {
+	limit, ok := r.limit()
+	if !ok {
+		r.res.FinishReason = "length"
+		return EndContext, true, nil
+	}
+	turn, err := r.agent.Next(ctx, r.conv, limit)
+	if err != nil {
+		if ctx.Err() == nil && (openai.IsContextOverflow(err) || errors.Is(err, policy.ErrContextOverflow)) {
+			r.res.FinishReason = "length"
+			return EndContext, true, nil
+		}
+		return EndError, true, fmt.Errorf("episode: turn %d: %w", turnNo+1, err)
+	}
+	if turnNo == 0 && r.tmpl == nil {
+		r.res.PromptTokenIDs = turn.PromptTokenIDs
+	}
+	r.res.FinishReason = turn.FinishReason
+	if len(turn.Calls) == 0 {
+		return r.finalAnswer(ctx, turn)
+	}
+	return r.toolStep(ctx, turn)
+}
+
+// actionTokens are a turn's tokens and logprobs: the sampled ones, else
+// the chat template's tokens of the closed turn (conv ends with it), else
+// the server's tokens of rendered.
+func (r *runner) actionTokens(ctx context.Context, turn *Turn, rendered string) ([]int32, []float32, error) {
+	ids, lps := turn.TokenIDs, turn.Logprobs
+	if len(lps) != len(ids) {
+		lps = nil
+	}
+	if len(ids) > 0 {
+		return ids, lps, nil
+	}
+	if r.tmpl != nil {
+		closed, _, err := r.tmpl.TokenizeContext(ctx, r.conv, false)
+		if err != nil {
+			return nil, nil, fmt.Errorf("episode: tokenize the context: %w", err)
+		}
+		if !hasPrefix(closed, r.context) {
+			return nil, nil, errors.New("episode: the chat template renders the conversation otherwise once the turn is added")
+		}
+		return closed[len(r.context):], nil, nil
+	}
+	if rendered == "" {
+		return nil, nil, nil
+	}
+	ids, err := r.agent.Tokenize(ctx, rendered)
+	if err != nil {
+		return nil, nil, fmt.Errorf("episode: tokenize: %w", err)
+	}
+	return ids, nil, nil
+}
+
+// finalAnswer ends the episode with a turn without a call (the trailing
+// step).
+func (r *runner) finalAnswer(ctx context.Context, turn *Turn) (string, bool, error) {
+	r.conv = append(r.conv, Message{Role: "assistant", Content: turn.Text})
+	ids, lps, err := r.actionTokens(ctx, turn, turn.Text)
+	if err != nil {
+		return EndError, true, err
+	}
+	if len(ids) > 0 && lps == nil {
+		r.haveLogprobs = false
+	}
+	r.text.WriteString(turn.Text)
+	r.appendTokens(ids, lps)
+	if turn.FinishReason == "length" {
+		return EndContext, true, nil
+	}
+	return EndNoToolCall, true, nil
+}
+
+// toolStep runs the turn's first tool call and appends the step.
+func (r *runner) toolStep(ctx context.Context, turn *Turn) (string, bool, error) {
+	call := turn.Calls[0]
+	action := RenderAction(turn.Text, call)
+	r.conv = append(r.conv, Message{Role: "assistant", Content: turn.Text, ToolCalls: turn.Calls})
+	ids, lps, err := r.actionTokens(ctx, turn, action)
+	if err != nil {
+		return EndError, true, err
+	}
+	if len(ids) == 0 {
+		return EndError, true, errors.New("episode: a tool call tokenized to no tokens")
+	}
+	if lps == nil {
+		r.haveLogprobs = false
+	}
+	step := topics.ToolStep{Tool: call.Name, Role: ToolRole(call.Name), Arguments: canonicalArguments(call.Arguments), ActionStart: len(r.ids)}
+	r.text.WriteString(action)
+	r.appendTokens(ids, lps)
+	step.ActionEnd = len(r.ids)
+	step.End = step.ActionEnd
+	addStep := func() {
+		r.res.Steps = append(r.res.Steps, step)
+		r.res.StepEnds = append(r.res.StepEnds, step.End)
+	}
+	out, err := r.tools.Call(ctx, call.Name, call.Arguments)
+	if err != nil {
+		addStep()
+		return EndError, true, err
+	}
+	if out.Submitted {
+		r.conv = append(r.conv, Message{Role: "tool", ToolCallID: call.ID, Content: "submitted"})
+		addStep()
+		return EndSubmitted, true, nil
+	}
+	answer := CapOutput(out.Text, r.cfg.MaxToolOutputBytes)
+	if extra := len(turn.Calls) - 1; extra > 0 {
+		answer += fmt.Sprintf("(only the first tool call of a turn runs: %d more calls were not run)\n", extra)
+	}
+	r.conv = append(r.conv, Message{Role: "tool", ToolCallID: call.ID, Content: answer})
+	for _, c := range turn.Calls[1:] {
+		r.conv = append(r.conv, Message{Role: "tool", ToolCallID: c.ID, Content: "error: not run: one tool call per turn"})
+	}
+	rendered := RenderToolOutput(answer)
+	outIDs, err := r.outputTokens(ctx, ids, rendered)
+	if err != nil {
+		addStep()
+		return EndError, true, err
+	}
+	if r.cfg.MaxTokens > 0 && len(r.ids)+len(outIDs) > r.cfg.MaxTokens {
+		// The answer does not fit: the step ends at its action.
+		addStep()
+		r.res.FinishReason = "length"
+		return EndContext, true, nil
+	}
+	r.text.WriteString(rendered)
+	r.appendTokens(outIDs, nil)
+	step.End = len(r.ids)
+	step.Output = answer
+	addStep()
+	return "", false, nil
+}
+
+// outputTokens are the tokens of a tool's answer: what the next context
+// adds after the action (chat template), else the server's tokens of the
+// rendered answer.
+func (r *runner) outputTokens(ctx context.Context, action []int32, rendered string) ([]int32, error) {
+	if r.tmpl != nil {
+		next, _, err := r.tmpl.TokenizeContext(ctx, r.conv, true)
+		if err != nil {
+			return nil, fmt.Errorf("episode: tokenize the context: %w", err)
+		}
+		out, exact := ContextDelta(r.context, action, next)
+		r.context = next
+		if exact {
+			return out, nil
+		}
+		r.res.ContextMismatches++
+	}
+	ids, err := r.agent.Tokenize(ctx, rendered)
+	if err != nil {
+		return nil, fmt.Errorf("episode: tokenize: %w", err)
+	}
+	return ids, nil
+}
+
+// ContextDelta returns the tokens that the next context (next) adds after
+// the previous one (prev) and the action sampled in it: exact is false
+// when next does not start with prev followed by action (the template
+// re-renders the history or renders the action otherwise than it was
+// sampled), and no single token sequence is then every turn's context.
+func ContextDelta(prev, action, next []int32) (out []int32, exact bool) {
+	if !hasPrefix(next, prev) || !hasPrefix(next[len(prev):], action) {
+		return nil, false
+	}
+	return next[len(prev)+len(action):], true
+}
+
+func hasPrefix(s, prefix []int32) bool {
+	return len(s) >= len(prefix) && slices.Equal(s[:len(prefix)], prefix)
 }

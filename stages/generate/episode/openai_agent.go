@@ -39,6 +39,12 @@ type OpenAIAgentConfig struct {
 	// Model, when set, is the model every turn names (a policy version's
 	// model; empty: the client's).
 	Model string
+	// ChatTemplate names the server's chat-template tokenisation
+	// (openai.ChatTemplateVLLM, openai.ChatTemplateLlamaCpp; "" = none):
+	// with one, the episode's token ids are the server's own tokens of
+	// every turn's context (Run); without, the episode renders tool turns
+	// itself (README "Token ids").
+	ChatTemplate string
 }
 
 // OpenAIAgent is the model of an episode served by an OpenAI-compatible
@@ -63,6 +69,9 @@ func NewOpenAIAgent(client *openai.Client, cfg OpenAIAgentConfig) (*OpenAIAgent,
 	}
 	if client.Config().TokenizePath == "" {
 		return nil, errors.New("episode: the OpenAI agent tokenizes tool outputs: the client needs tokenize_path")
+	}
+	if cfg.ChatTemplate != "" && !slices.Contains(openai.ChatTemplates(), cfg.ChatTemplate) {
+		return nil, fmt.Errorf("episode: chat template %q: want one of %v", cfg.ChatTemplate, openai.ChatTemplates())
 	}
 	if cfg.Tools == nil {
 		cfg.Tools = ToolSpecs()
@@ -123,6 +132,16 @@ func (a *OpenAIAgent) Next(ctx context.Context, conv []Message, maxTokens int) (
 	return t, nil
 }
 
+// TokenizeContext implements ContextTokenizer with the server's chat
+// template (OpenAIAgentConfig.ChatTemplate); ok is false without one.
+func (a *OpenAIAgent) TokenizeContext(ctx context.Context, conv []Message, addGenerationPrompt bool) ([]int32, bool, error) {
+	if a.cfg.ChatTemplate == "" {
+		return nil, false, nil
+	}
+	ids, err := a.client.TokenizeChat(ctx, a.cfg.ChatTemplate, conv, a.cfg.Tools, addGenerationPrompt)
+	return ids, true, err
+}
+
 // Tokenize implements Agent with the server's tokenize endpoint. Servers
 // add special tokens to what they tokenize (llama-cpp-python and vLLM a
 // BOS token by default); those, learnt once by tokenizing "", are removed:
@@ -159,11 +178,12 @@ func stripSpecial(ids, sp []int32) []int32 {
 // OpenAIAgentFor returns the agent of node nodeID's episode sampled with
 // policy p's client and settings: its temperature, top_p, stop sequences
 // and logprobs, its max_tokens as the bound of one turn, and a seed derived
-// from (p's seed, node id) when p sends seeds.
-func OpenAIAgentFor(p *policy.OpenAI, nodeID string) (*OpenAIAgent, error) {
+// from (p's seed, node id) when p sends seeds; chatTemplate is
+// OpenAIAgentConfig.ChatTemplate.
+func OpenAIAgentFor(p *policy.OpenAI, nodeID, chatTemplate string) (*OpenAIAgent, error) {
 	c := p.Config()
 	return NewOpenAIAgent(p.Client(), OpenAIAgentConfig{
 		Temperature: c.Temperature, TopP: c.TopP, MaxTokens: c.MaxTokens, Stop: c.Stop,
-		Seed: p.EpisodeSeed(nodeID), Logprobs: c.Logprobs, Model: c.Client.Model,
+		Seed: p.EpisodeSeed(nodeID), Logprobs: c.Logprobs, Model: c.Client.Model, ChatTemplate: chatTemplate,
 	})
 }

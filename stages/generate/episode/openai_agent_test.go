@@ -294,7 +294,7 @@ func TestOpenAIAgentForPolicy(t *testing.T) {
 	seeds := map[string]float64{}
 	for _, node := range []string{"a", "b", "a"} {
 		cs.requests = nil
-		agent, err := OpenAIAgentFor(p, node)
+		agent, err := OpenAIAgentFor(p, node, "")
 		if err != nil {
 			t.Fatal(err)
 		}
