@@ -9,6 +9,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
+	"github.com/murphy-rl/murphy/compilefix/lang"
 	"github.com/murphy-rl/murphy/compilefix/patch"
 )
 
@@ -258,7 +259,8 @@ func diffEdits(files []*gitdiff.File) map[string][]edit {
 			out[p] = append(out[p], edit{ins: []string{"binary:" + f.NewOIDPrefix}})
 			continue
 		}
-		lang, _ := langOfPath(p)
+		kind, _ := langOfPath(p)
+		ll := lang.ForPath(p)
 		for _, fr := range f.TextFragments {
 			var old, nw strings.Builder
 			for _, l := range fr.Lines {
@@ -269,7 +271,7 @@ func diffEdits(files []*gitdiff.File) map[string][]edit {
 					nw.WriteString(l.Line)
 				}
 			}
-			out[p] = append(out[p], tokenEdits(codeTokens(old.String(), lang, true), codeTokens(nw.String(), lang, true))...)
+			out[p] = append(out[p], tokenEdits(tokensFor(old.String(), kind, ll, true), tokensFor(nw.String(), kind, ll, true))...)
 		}
 		if len(out[p]) == 0 {
 			delete(out, p)

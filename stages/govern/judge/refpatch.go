@@ -104,14 +104,14 @@ func compareWithReference(task *topics.Task, code, original string) comparison {
 			}
 		}
 	}
-	lang := programLang(task.Kind, fixed+"\n"+code, refFiles, candFiles)
+	pl := programLang(task.Kind, fixed+"\n"+code, refFiles, candFiles)
 	switch {
 	case refIsDiff && candIsDiff:
 		if diffsEquivalent(refFiles, candFiles) {
 			return cmpEqual
 		}
 		if original != "" && fixed != "" {
-			if got, ok := applyOne(candFiles, original); ok && sameProgram(got, fixed, lang) {
+			if got, ok := applyOne(candFiles, original); ok && sameProgram(got, fixed, pl) {
 				return cmpEqual
 			}
 		}
@@ -121,17 +121,17 @@ func compareWithReference(task *topics.Task, code, original string) comparison {
 			return cmpUnknown
 		}
 		got, ok := applyOne(candFiles, original)
-		return equality(ok && sameProgram(got, fixed, lang))
+		return equality(ok && sameProgram(got, fixed, pl))
 	default: // a whole candidate program
 		if fixed == "" {
 			return cmpUnknown
 		}
-		return equality(sameProgram(code, fixed, lang))
+		return equality(sameProgram(code, fixed, pl))
 	}
 }
 
-func sameProgram(a, b string, lang codeLang) bool {
-	return slices.Equal(codeTokens(a, lang, false), codeTokens(b, lang, false))
+func sameProgram(a, b string, pl progLang) bool {
+	return slices.Equal(tokensFor(a, pl.kind, pl.src, false), tokensFor(b, pl.kind, pl.src, false))
 }
 
 // PatchesEquivalent reports whether two unified diffs make the same changes,
@@ -163,7 +163,7 @@ func PatchesEquivalent(a, b string) bool {
 	case da && db:
 		return diffsEquivalent(fa, fb)
 	case !da && !db:
-		return sameProgram(a, b, guessLang(a+"\n"+b))
+		return sameProgram(a, b, guessedLang(a+"\n"+b))
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
+	"github.com/murphy-rl/murphy/compilefix/lang"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -51,20 +52,38 @@ func langOfPath(p string) (codeLang, bool) {
 	return langGeneric, false
 }
 
+// progLang is how a whole program is tokenised: its lexer class, and its
+// compile-fix language when known (lang.ForPath).
+type progLang struct {
+	kind codeLang
+	src  lang.Language
+}
+
 // programLang returns the language of a whole program: the one file a diff
 // names, else python for python-function tasks, else guessed from the code.
-func programLang(kind, code string, diffs ...[]*gitdiff.File) codeLang {
+func programLang(kind, code string, diffs ...[]*gitdiff.File) progLang {
 	for _, files := range diffs {
 		if fs := changed(files); len(fs) == 1 {
-			if l, ok := langOfPath(filePath(fs[0])); ok {
-				return l
+			p := filePath(fs[0])
+			if l, ok := langOfPath(p); ok {
+				return progLang{l, lang.ForPath(p)}
 			}
 		}
 	}
 	if kind == topics.KindPythonFunction {
-		return langPython
+		return progLang{langPython, lang.Python}
 	}
-	return guessLang(code)
+	return guessedLang(code)
+}
+
+// guessedLang is guessLang's class; a guessed Python program is tokenised
+// as Python.
+func guessedLang(code string) progLang {
+	l := guessLang(code)
+	if l == langPython {
+		return progLang{l, lang.Python}
+	}
+	return progLang{kind: l}
 }
 
 var (
