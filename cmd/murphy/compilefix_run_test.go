@@ -60,6 +60,28 @@ func TestRunCompileFix(t *testing.T) {
 	if turn2 == 0 {
 		t.Error("no refinement (turn 2) rows")
 	}
+	// The method's process rewards act with the defaults: trained episodes
+	// whose patch built carry step scores, the others none.
+	scored := 0
+	for _, r := range rows {
+		steps, _ := r["step_scores"].([]any)
+		compiled := r["status"] == "passed" || r["status"] == "wrong_answer"
+		switch {
+		case r["route"] != "train":
+		case compiled && len(steps) > 0:
+			scored++
+		case !compiled && len(steps) > 0:
+			t.Fatalf("a %v episode carries step scores %v", r["status"], steps)
+		}
+	}
+	if scored == 0 {
+		t.Error("no compiled episode carries step scores")
+	}
+	for _, metric := range []string{"strict accuracy (tier 1)", "degenerate share", "steps per episode"} {
+		if !strings.Contains(stdout, metric) {
+			t.Errorf("the summary does not show %q", metric)
+		}
+	}
 }
 
 // num reads a numeric column value.
