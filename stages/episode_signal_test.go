@@ -9,7 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/murphy-rl/murphy/openai"
+	"github.com/murphy-rl/murphy/openai/openaitest"
 	"github.com/murphy-rl/murphy/stages/generate/episode"
 	"github.com/murphy-rl/murphy/stages/generate/policy"
 	"github.com/murphy-rl/murphy/stages/govern"
@@ -230,5 +233,69 @@ func TestEpisodeRepetitionOnActions(t *testing.T) {
 	s := governed(t, task, c, topics.StatusPassed)
 	if s.Route != topics.RouteTrain || s.Reward == 0 {
 		t.Fatalf("route %s cause %s reward %g", s.Route, s.FailureCause, s.Reward)
+	}
+}
+
+// TestRealServerEpisodeGoverned runs one tool-calling episode against
+// llama.cpp's OpenAI server (llama-cpp-python, the tiny random-weight model
+// of openaitest; skipped when it is not installed, unless CI=true), forcing
+// list_files as the server's chatml format renders no tools, and governs
+// it with the defaults: an episode that used up its step budget keeps only
+// its last step (one out of the server's small context window is masked),
+// and every step recorded its tool's role.
+func TestRealServerEpisodeGoverned(t *testing.T) {
+	srv := openaitest.StartLlama(t)
+	cfg := openai.DefaultConfig()
+	cfg.BaseURL, cfg.Model, cfg.TokenizePath = srv.BaseURL, srv.Model, srv.TokenizePath
+	cfg.Timeout, cfg.MaxRetries = 30*time.Second, 1
+	client, err := openai.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(5)
+	agent, err := episode.NewOpenAIAgent(client, episode.OpenAIAgentConfig{
+		Temperature: 1, Seed: &seed, Logprobs: true, MaxTokens: 40, ToolChoice: openai.ForceTool(episode.ToolListFiles)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, root := ringbuf(t)
+	tools, err := episode.NewTools(root, nil, episode.ToolsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := episode.Run(context.Background(), episode.Config{System: "fix", Prompt: "build fails", MaxSteps: 2}, agent, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.EpisodeEnd != episode.EndStepBudget && res.EpisodeEnd != episode.EndContext {
+		t.Fatalf("a forced tool call every turn ended %s after %d steps", res.EpisodeEnd, len(res.Steps))
+	}
+	c := &topics.Candidate{SchemaVersion: topics.SchemaVersion, TreeID: "tr", TaskID: task.TaskID, NodeID: "n", Turn: 1,
+		TreeSpec: topics.TreeSpec{MaxTurns: 1}, Policy: agent.Name()}
+	res.ApplyTo(c)
+	for _, st := range c.ToolSteps {
+		if st.Role != topics.ToolRoleList {
+			t.Fatalf("step %s recorded role %q", st.Tool, st.Role)
+		}
+	}
+	s := governed(t, task, c, topics.StatusPassed)
+	if res.EpisodeEnd == episode.EndContext { // the server's 256-token window
+		if s.Route != topics.RouteMasked || s.FailureCause != govern.CauseContextExhausted {
+			t.Fatalf("out of context: route %s cause %s", s.Route, s.FailureCause)
+		}
+		return
+	}
+	if s.Route != topics.RouteLastStepPenalty || s.FailureCause != govern.CauseExcessiveSteps {
+		t.Fatalf("route %s cause %s", s.Route, s.FailureCause)
+	}
+	last := c.ToolSteps[len(c.ToolSteps)-1]
+	for k, w := range s.LossWeights {
+		want := float32(0)
+		if k >= last.ActionStart && k < last.ActionEnd {
+			want = 1
+		}
+		if w != want {
+			t.Fatalf("token %d weight %v, want %v (last action [%d,%d))", k, w, want, last.ActionStart, last.ActionEnd)
+		}
 	}
 }
