@@ -240,8 +240,9 @@ func meanCell(m meanAcc) string {
 type TurnMetrics struct {
 	Nodes, Masked, Correct, Degenerate int
 	// Episodes are agent episodes (candidates with tool steps or an episode
-	// end); EpisodeSteps their steps; Scored those with step scores.
-	Episodes, EpisodeSteps, Scored int
+	// end); EpisodeSteps their steps; Compiled those on the train route whose
+	// patch built (passed, wrong_answer), Scored those with step scores.
+	Episodes, EpisodeSteps, Compiled, Scored int
 }
 
 // Add counts one sample.
@@ -260,6 +261,9 @@ func (m *TurnMetrics) Add(s *topics.Sample) {
 	if len(s.ToolSteps) > 0 || s.EpisodeEnd != "" {
 		m.Episodes++
 		m.EpisodeSteps += len(s.ToolSteps)
+		if s.Route == topics.RouteTrain && (s.Status == topics.StatusPassed || s.Status == topics.StatusWrongAnswer) {
+			m.Compiled++
+		}
 		if len(s.StepScores) > 0 {
 			m.Scored++
 		}
@@ -284,7 +288,7 @@ func (m TurnMetrics) DegenerateShare() float64 { return ratio(m.Degenerate, m.No
 func (m TurnMetrics) MeanSteps() float64 { return ratio(m.EpisodeSteps, m.Episodes) }
 
 // Cells renders the metrics as "strict accuracy, degenerate share, steps
-// per episode, episodes with step scores".
+// per episode, episodes with step scores of the compiled ones".
 func (m TurnMetrics) Cells() (acc, degenerate, steps, scored string) {
 	pctCell := func(x float64) string {
 		if math.IsNaN(x) {
@@ -295,7 +299,7 @@ func (m TurnMetrics) Cells() (acc, degenerate, steps, scored string) {
 	steps = "-"
 	if m.Episodes > 0 {
 		steps = fmt.Sprintf("%.1f", m.MeanSteps())
-		scored = fmt.Sprintf("%d/%d", m.Scored, m.Episodes)
+		scored = fmt.Sprintf("%d/%d compiled", m.Scored, m.Compiled)
 	} else {
 		scored = "-"
 	}
