@@ -21,7 +21,9 @@ type chatmlAgent struct {
 
 func (a *chatmlAgent) Name() string { return "chatml" }
 
-func (a *chatmlAgent) Tokenize(_ context.Context, s string) ([]int32, error) { return policy.Tokenize(s), nil }
+func (a *chatmlAgent) Tokenize(_ context.Context, s string) ([]int32, error) {
+	return policy.Tokenize(s), nil
+}
 
 func render(conv []Message, gen bool) string {
 	var b strings.Builder
