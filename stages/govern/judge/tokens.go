@@ -157,21 +157,7 @@ func codeTokens(src string, lang codeLang, columns bool) []string {
 				if pendingEOL {
 					toks = append(toks, tokEOL)
 				}
-				switch {
-				case len(indents) == 0:
-					indents = append(indents, col)
-				case col > indents[len(indents)-1]:
-					indents = append(indents, col)
-					toks = append(toks, tokIndent)
-				default:
-					for len(indents) > 0 && col < indents[len(indents)-1] {
-						indents = indents[:len(indents)-1]
-						toks = append(toks, tokDedent)
-					}
-					if len(indents) == 0 || col > indents[len(indents)-1] {
-						indents = append(indents, col)
-					}
-				}
+				toks, indents = indentTokens(toks, indents, col)
 			case pendingEOL:
 				toks = append(toks, tokEOL)
 			}
