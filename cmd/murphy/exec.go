@@ -245,14 +245,14 @@ collect:
 // is the pool's size.
 func openExecEvaluator(ctx context.Context, o execOptions, ts []topics.Task) (ev *execute.Evaluator, workers int, closeAll func(), err error) {
 	var closers []func()
-	closeAll = func() {
+	release := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			closeAll()
+			release()
 		}
 	}()
 	cfg := sandbox.DefaultConfig()
@@ -290,7 +290,7 @@ func openExecEvaluator(ctx context.Context, o execOptions, ts []topics.Task) (ev
 		closers = append(closers, closeCF)
 		ev.CompileFix = cf
 	}
-	return ev, pool.Size(), closeAll, nil
+	return ev, pool.Size(), release, nil
 }
 
 // readSolutions reads {task_id, solution|completion} lines. Broken lines
