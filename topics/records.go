@@ -411,17 +411,22 @@ type CreditedTree struct {
 	CreditedAt    time.Time        `json:"credited_at"`
 }
 
-// Completion tells that credit emitted a tree (complete, or closed
-// incomplete), keyed by its tree id: generate's admission frees the tree's
-// slot. It repeats a few fields of the credited tree and nothing else, so
-// that a reader of completions need not fetch credited trees.
+// Completion tells that credit is done with a tree, keyed by its tree id:
+// emitted (complete, or closed incomplete and flagged), or closed at its
+// deadline and dropped (Dropped: no credited record follows). Generate's
+// admission frees the tree's slot; murphy run counts dropped trees as
+// finished. It repeats a few fields of the credited tree and nothing else,
+// so that a reader of completions need not fetch credited trees.
 type Completion struct {
-	SchemaVersion int       `json:"schema_version"`
-	TreeID        string    `json:"tree_id"`
-	TaskID        string    `json:"task_id"`
-	Incomplete    bool      `json:"incomplete,omitempty"`
-	Samples       int       `json:"samples"`
-	CreditedAt    time.Time `json:"credited_at"`
+	SchemaVersion int    `json:"schema_version"`
+	TreeID        string `json:"tree_id"`
+	TaskID        string `json:"task_id"`
+	Incomplete    bool   `json:"incomplete,omitempty"`
+	// Dropped: the tree was closed incomplete and not written (credit's
+	// incomplete: drop).
+	Dropped    bool      `json:"dropped,omitempty"`
+	Samples    int       `json:"samples"`
+	CreditedAt time.Time `json:"credited_at"`
 }
 
 // DeadLetter is a record that a stage could not process.

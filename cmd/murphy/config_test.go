@@ -152,7 +152,7 @@ func TestFlagHelpKebabWithDocsAndDefaults(t *testing.T) {
 	for _, want := range []string{
 		"--credit.max-open-trees int",
 		"caps the open trees per partition; at the cap the partition waits until a tree completes or reaches its deadline (default 10000)",
-		"--credit.deadline duration", "(default 10m0s)",
+		"--credit.deadline duration", "(default 30m0s)",
 		"--kafka.brokers strings", "host:port seed addresses (default [127.0.0.1:9092])",
 		"--http-addr string", "serves /metrics, /healthz and /readyz",
 		"--log-level string", "--task-cache int",

@@ -125,6 +125,12 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 	if err != nil {
 		return err
 	}
+	// Completions tell of trees credit closed at their deadline and dropped:
+	// they end without a credited record.
+	completions, err := pipeline.Tail(tctx, kc, cat.Topic(topics.Completions))
+	if err != nil {
+		return err
+	}
 	var samples <-chan pipeline.Record
 	if m.wantsSamples() {
 		if samples, err = pipeline.Tail(tctx, kc, cat.Topic(topics.Samples)); err != nil {
@@ -140,7 +146,7 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 		tick = t.C
 	}
 	for {
-		if m.summary.Trees >= m.total && batchedTrees+m.summary.Empty >= m.total {
+		if m.summary.Trees+m.summary.droppedOnly() >= m.total && batchedTrees+m.summary.Empty >= m.summary.Trees {
 			m.progress(progress, start, batchedTrees)
 			if samples != nil {
 				m.drainSamples(ctx, samples)
@@ -158,6 +164,11 @@ func (m *monitor) watch(ctx context.Context, kc pipeline.KafkaConfig, cat topics
 				continue // dead-lettered by emit; not ours to judge here
 			}
 			m.summary.add(&tree)
+		case rec := <-completions:
+			var c topics.Completion
+			if err := topics.Decode(rec.Value, &c); err == nil && c.Dropped {
+				m.summary.dropped[c.TreeID] = true
+			}
 		case rec := <-batches:
 			id := rec.Headers[emit.HeaderBatchID]
 			if id == "" || seenBatch[id] {
@@ -221,11 +232,25 @@ type summary struct {
 	credit                      *credit.Summary
 	// signal are the method's per-turn metrics (credit.TurnMetrics).
 	signal map[int]*credit.TurnMetrics
+	// dropped holds the trees credit closed at their deadline and dropped.
+	dropped map[string]bool
 }
 
 func newSummary(total int) *summary {
 	return &summary{Total: total, seen: map[string]bool{}, nodesPerTurn: map[int]int{}, passedPerTurn: map[int]int{},
-		solvedBy: map[int]int{}, routes: map[string]int{}, signal: map[int]*credit.TurnMetrics{}}
+		solvedBy: map[int]int{}, routes: map[string]int{}, signal: map[int]*credit.TurnMetrics{}, dropped: map[string]bool{}}
+}
+
+// droppedOnly counts the dropped trees that were not credited after all
+// (a tree rebuilt and completed after a restart is credited).
+func (s *summary) droppedOnly() int {
+	n := 0
+	for id := range s.dropped {
+		if !s.seen[id] {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *summary) add(t *topics.CreditedTree) {
@@ -280,6 +305,9 @@ func (s *summary) print(w io.Writer, elapsed time.Duration, files []string, file
 	fmt.Fprintf(w, "trees        %d of %d credited (%d incomplete), %d in output files", s.Trees, s.Total, s.Incomplete, fileTrees)
 	if s.Empty > 0 {
 		fmt.Fprintf(w, ", %d with no sample left (zero-signal groups dropped)", s.Empty)
+	}
+	if n := s.droppedOnly(); n > 0 {
+		fmt.Fprintf(w, ", %d closed incomplete at credit's deadline and dropped", n)
 	}
 	fmt.Fprintln(w)
 	turns := make([]int, 0, len(s.nodesPerTurn))

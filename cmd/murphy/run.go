@@ -58,6 +58,9 @@ func newRunCmd() *cobra.Command {
 	opt := runOptions{Out: "out", Turns: 3, GroupSizes: []int{4}, TreesPerTask: 1, Seed: 1,
 		Timeout: 30 * time.Minute, Progress: 2 * time.Second, Calibrate: true, Compare: []string{credit.StrategyMARS, credit.StrategyMERS, credit.StrategyGRPOMT},
 		Kinds: taskKinds()}
+	// One process bounded by --timeout: a slow tree is not a stuck one, so
+	// credit's deadline is the run's own unless set.
+	cfg.Credit.Deadline = opt.Timeout
 	var path string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -75,8 +78,12 @@ only when every tree completed and is in the output files.`,
   murphy run --tasks ../shared/data/humaneval/HumanEval.jsonl.gz --format humaneval`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			defaultDeadline := cfg.Credit.Deadline
 			if err := loadConfig(cmd.Flags(), path, &cfg); err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if cfg.Credit.Deadline == defaultDeadline && !cmd.Flags().Changed("credit.deadline") {
+				cfg.Credit.Deadline = opt.Timeout
 			}
 			if cmd.Flags().Changed("out") || cfg.Emit.Dir == "out" {
 				cfg.Emit.Dir = opt.Out
@@ -262,6 +269,8 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		return &exitError{code: 1, err: fmt.Errorf("run incomplete: %w", monErr)}
 	case ferr != nil:
 		return &exitError{code: 1, err: fmt.Errorf("output: %w", ferr)}
+	case mon.summary.droppedOnly() > 0:
+		return &exitError{code: 1, err: fmt.Errorf("%d trees closed incomplete at credit's deadline (%s) and dropped", mon.summary.droppedOnly(), cfg.Credit.Deadline)}
 	case mon.summary.Incomplete > 0:
 		return &exitError{code: 1, err: fmt.Errorf("%d trees closed incomplete", mon.summary.Incomplete)}
 	case fileTrees+mon.summary.Empty != rep.Trees:

@@ -423,6 +423,13 @@ func (p *processor) closeStuck(ot *openTree) {
 	}
 	p.drop(ot)
 	p.remember(ot.t.ID(), p.maxpos)
+	// No credited record follows: the completion says so, so that
+	// admission frees the slot now and a run waiting for every tree knows
+	// this one has ended.
+	if done, err := topics.Encode(&topics.Completion{SchemaVersion: topics.SchemaVersion, TreeID: ot.t.ID(),
+		TaskID: ot.t.TaskID(), Incomplete: true, Dropped: true, Samples: ot.t.Len(), CreditedAt: p.s.now().UTC()}); err == nil {
+		p.complete(ot.t.ID(), done)
+	}
 }
 
 func (p *processor) drop(ot *openTree) {

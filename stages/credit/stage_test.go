@@ -386,6 +386,16 @@ func TestStuckTreesCloseAtTheirDeadline(t *testing.T) {
 					t.Fatalf("flagged tree: %+v", got)
 				}
 			}
+			// Either way a completion ends the tree for admission and for
+			// a run waiting on every tree; a dropped one says so.
+			last := log.completions[len(log.completions)-1]
+			var c topics.Completion
+			if err := topics.Decode(last.Value, &c); err != nil {
+				t.Fatal(err)
+			}
+			if last.Key != "stuck" || c.TreeID != "stuck" || !c.Incomplete || c.Dropped != (mode == IncompleteDrop) || c.Samples != 3 {
+				t.Fatalf("completion %+v keyed %q", c, last.Key)
+			}
 			// The straggler arrives after the tree was closed.
 			b, _ := topics.Encode(samples[3])
 			if err := p.Process(ctx, pipeline.Record{Offset: 3, Key: []byte("stuck"), Value: b}); err != nil {
