@@ -138,7 +138,7 @@ gotest() { go test -race -p 2 -count=1 -timeout 30m "${short[@]}" "$@"; }
 
 # The packages whose tests start the llama.cpp server.
 mapfile -t llama < <(git grep -li llama -- "*_test.go" | xargs -r -n1 dirname | sort -u |
-  sed "s#^#github.com/murphy-rl/murphy/#; s#/\.$##")
+  sed 's#^#github.com/murphy-rl/murphy/#; s#/\.$##')
 mapfile -t others < <(go list ./... | grep -vxF -f <(printf '%s\n' "${llama[@]}" ""))
 
 await debian
