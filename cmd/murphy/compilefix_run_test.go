@@ -22,7 +22,7 @@ func TestRunCompileFix(t *testing.T) {
 		t.Skip("the build sandbox needs root")
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	stdout, errOut, err := runMurphy(t, "run", "--out", out, "--kinds", "compile-fix", "--turns", "2", "--group-sizes", "3,2",
+	stdout, errOut, err := runMurphy(t, "run", "--out", out, "--tasks", "builtin", "--kinds", "compile-fix", "--turns", "2", "--group-sizes", "3,2",
 		"--calibrate=false", "--progress", "0", "--execute.sandbox.workers", "1", "--execute.compile-fix.builder.workers", "2")
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout, errOut)

@@ -68,8 +68,10 @@ func newRunCmd() *cobra.Command {
 		Long: `Run the whole pipeline in one process: an embedded Kafka-protocol broker,
 the five stages wired exactly as in production, the simulated policy (NOT a
 model: it samples reference solutions, mutants and broken code to exercise the
-method), and the built-in task set (or --tasks FILE). Trees grow over --turns
-turns from execution feedback, are credited, and land as Arrow files in --out.
+method), and built-in tasks: every python-function and stdio task and one
+compile-fix task per language (--tasks builtin: all 16 compile-fix tasks;
+--tasks FILE: yours). Trees grow over --turns turns from execution feedback,
+are credited, and land as Arrow files in --out.
 
 Progress is printed while it works; a summary at the end. The exit code is 0
 only when every tree completed and is in the output files.`,
@@ -93,7 +95,7 @@ only when every tree completed and is in the output files.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&path, "config", "", "YAML configuration file")
-	f.StringVar(&opt.Tasks, "tasks", "", "task file, or builtin (default: the built-in task set)")
+	f.StringVar(&opt.Tasks, "tasks", "", "task file, or builtin (every built-in task); default: the built-in python-function and stdio tasks and one compile-fix task per language")
 	f.StringSliceVar(&opt.Kinds, "kinds", opt.Kinds, "task kinds to run: "+strings.Join(taskKinds(), ", "))
 	f.StringVar(&opt.Format, "format", "", "task file format: "+fmt.Sprint(tasks.Formats())+" (default: detect)")
 	f.StringVar(&opt.Out, "out", opt.Out, "output directory for Arrow files")
@@ -120,6 +122,9 @@ func loadTasks(opt runOptions, stderr io.Writer) ([]topics.Task, error) {
 		ts, err := allBuiltinTasks()
 		if err != nil {
 			return nil, err
+		}
+		if opt.Tasks == "" {
+			ts = quickStart(ts)
 		}
 		return selectKinds(ts, opt.Kinds)
 	}

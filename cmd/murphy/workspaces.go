@@ -20,6 +20,26 @@ func taskKinds() []string {
 	return []string{topics.KindPythonFunction, topics.KindStdio, topics.KindCompileFix}
 }
 
+// quickStart is murphy run's default set: the python-function and stdio
+// tasks of ts and the first compile-fix task of each language, so that a
+// first run shows every kind and language in minutes (--tasks builtin runs
+// all of them).
+func quickStart(ts []topics.Task) []topics.Task {
+	out := ts[:0:0]
+	langs := map[string]bool{}
+	for _, t := range ts {
+		if t.Kind == topics.KindCompileFix {
+			lang := t.TaskLanguage()
+			if langs[lang] {
+				continue
+			}
+			langs[lang] = true
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // allBuiltinTasks is the built-in set: python-function and stdio tasks,
 // then the compile-fix tasks.
 func allBuiltinTasks() ([]topics.Task, error) {
