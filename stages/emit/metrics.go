@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/topics"
 )
 
@@ -26,35 +28,32 @@ type Metrics struct {
 // registered).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	cl := prometheus.Labels{"stage": StageName}
-	m := &Metrics{
-		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_batches_total",
-			Help: "Batches written, by sink.", ConstLabels: cl}, []string{"sink"}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_bytes_total",
-			Help: "Encoded bytes produced, by sink.", ConstLabels: cl}, []string{"sink"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_sink_errors_total",
-			Help: "Failed batch writes, by sink.", ConstLabels: cl}, []string{"sink"}),
-		rows: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rows_total",
-			Help: "Rows (responses) emitted.", ConstLabels: cl}),
-		trees: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_trees_total",
-			Help: "Credited trees emitted.", ConstLabels: cl}),
-		skipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_replayed_skipped_total",
-			Help: "Redelivered credited records skipped because every sink already holds them.", ConstLabels: cl}),
-		rebuilt: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rebuilt_ranges_total",
-			Help: "Batch ranges rebuilt after a restart for a sink that lacked them.", ConstLabels: cl}),
-		flushSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_flush_seconds",
-			Help: "Time to build and write one batch.", ConstLabels: cl, Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
-		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_row_staleness_versions",
+	m := &Metrics{}
+	err := pipeline.RegisterMetrics(reg, func(f promauto.Factory) {
+		m.batches = f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_batches_total",
+			Help: "Batches written, by sink.", ConstLabels: cl}, []string{"sink"})
+		m.bytes = f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_bytes_total",
+			Help: "Encoded bytes produced, by sink.", ConstLabels: cl}, []string{"sink"})
+		m.errors = f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_emit_sink_errors_total",
+			Help: "Failed batch writes, by sink.", ConstLabels: cl}, []string{"sink"})
+		m.rows = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rows_total",
+			Help: "Rows (responses) emitted.", ConstLabels: cl})
+		m.trees = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_trees_total",
+			Help: "Credited trees emitted.", ConstLabels: cl})
+		m.skipped = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_replayed_skipped_total",
+			Help: "Redelivered credited records skipped because every sink already holds them.", ConstLabels: cl})
+		m.rebuilt = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rebuilt_ranges_total",
+			Help: "Batch ranges rebuilt after a restart for a sink that lacked them.", ConstLabels: cl})
+		m.flushSeconds = f.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_flush_seconds",
+			Help: "Time to build and write one batch.", ConstLabels: cl, Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+		m.staleness = f.NewHistogram(prometheus.HistogramOpts{Name: "murphy_emit_row_staleness_versions",
 			Help:        "Staleness of the rows written, in policy versions: the newest version known (policy-versions topic, or a row's) minus the row's policy_version.",
-			ConstLabels: cl, Buckets: topics.StalenessBuckets()}),
-		unversioned: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rows_unversioned_total",
-			Help: "Rows written while no policy version is known (every row at policy_version 0): not in the staleness histogram.", ConstLabels: cl}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.batches, m.bytes, m.errors, m.rows, m.trees, m.skipped, m.rebuilt, m.flushSeconds, m.staleness, m.unversioned} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("emit: register metrics: %w", err)
-			}
-		}
+			ConstLabels: cl, Buckets: topics.StalenessBuckets()})
+		m.unversioned = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rows_unversioned_total",
+			Help: "Rows written while no policy version is known (every row at policy_version 0): not in the staleness histogram.", ConstLabels: cl})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("emit: register metrics: %w", err)
 	}
 	return m, nil
 }

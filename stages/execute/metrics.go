@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/murphy-rl/murphy/pipeline"
 	"github.com/murphy-rl/murphy/sandbox"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics are the stage's Prometheus metrics.
@@ -25,37 +27,34 @@ type Metrics struct {
 // gauges read pool; without one (nil) they stay zero.
 func NewMetrics(reg prometheus.Registerer, stage string, pool *sandbox.Pool) (*Metrics, error) {
 	labels := prometheus.Labels{"stage": stage}
-	m := &Metrics{
-		Executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+	m := &Metrics{}
+	err := pipeline.RegisterMetrics(reg, func(f promauto.Factory) {
+		m.Executions = f.NewCounterVec(prometheus.CounterOpts{
 			Name: "murphy_execute_executions_total", Help: "Execution records produced, by status.", ConstLabels: labels,
-		}, []string{"status"}),
-		Duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{"status"})
+		m.Duration = f.NewHistogram(prometheus.HistogramOpts{
 			Name: "murphy_execute_duration_seconds", Help: "Time to evaluate one candidate.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
-		}),
-		Saturation: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		})
+		m.Saturation = f.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "murphy_execute_pool_saturation", Help: "Fraction of sandboxes busy.", ConstLabels: labels,
 		}, func() float64 {
 			if pool == nil || pool.Size() == 0 {
 				return 0
 			}
 			return float64(pool.Busy()) / float64(pool.Size())
-		}),
-		Restarts: prometheus.NewCounterFunc(prometheus.CounterOpts{
+		})
+		m.Restarts = f.NewCounterFunc(prometheus.CounterOpts{
 			Name: "murphy_execute_sandbox_restarts_total", Help: "Sandboxes replaced after a failure.", ConstLabels: labels,
 		}, func() float64 {
 			if pool == nil {
 				return 0
 			}
 			return float64(pool.Stats().Restarts)
-		}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Executions, m.Duration, m.Saturation, m.Restarts} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("execute: metrics: %w", err)
-			}
-		}
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("execute: metrics: %w", err)
 	}
 	return m, nil
 }

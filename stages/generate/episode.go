@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/murphy-rl/murphy/compilefix/diag"
@@ -240,21 +241,17 @@ type episodeMetrics struct {
 }
 
 func newEpisodeMetrics(reg prometheus.Registerer) *episodeMetrics {
+	f := promauto.With(reg)
 	l := prometheus.Labels{"stage": "generate"}
 	m := &episodeMetrics{
-		Ends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_episodes_total",
+		Ends: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_episodes_total",
 			Help: "Agent episodes, by how they ended.", ConstLabels: l}, []string{"end"}),
-		Steps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_episode_steps_total",
+		Steps: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_episode_steps_total",
 			Help: "Tool steps of agent episodes, by tool.", ConstLabels: l}, []string{"tool"}),
-		Builds: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_episode_builds_total",
+		Builds: f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_episode_builds_total",
 			Help: "Builds run by the build tool of agent episodes.", ConstLabels: l}),
-		Duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_episode_seconds",
+		Duration: f.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_episode_seconds",
 			Help: "Duration of one agent episode.", ConstLabels: l, Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12)}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Ends, m.Steps, m.Builds, m.Duration} {
-			reg.MustRegister(c)
-		}
 	}
 	return m
 }

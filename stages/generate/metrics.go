@@ -6,6 +6,7 @@ import (
 
 	"github.com/murphy-rl/murphy/openai"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics of the generate stage, all with the constant label stage=generate.
@@ -85,79 +86,71 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them on reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
 	l := prometheus.Labels{"stage": "generate"}
 	m := &Metrics{
-		Prompts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_total",
+		Prompts: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_total",
 			Help: "Prompts handled, by kind.", ConstLabels: l}, []string{"kind"}),
-		Started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_started_total",
+		Started: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_prompts_started_total",
 			Help: "Prompts that got a generation slot, by stream (refinement, live, backfill).", ConstLabels: l}, []string{"stream"}),
-		PolicyCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_calls_total",
+		PolicyCalls: f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_calls_total",
 			Help: "Policy calls (one per prompt).", ConstLabels: l}),
-		Samples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_samples_total",
+		Samples: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_samples_total",
 			Help: "Candidates emitted, by result (ok or infra cause).", ConstLabels: l}, []string{"result"}),
-		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_tokens_total",
+		Tokens: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_tokens_total",
 			Help: "Tokens of emitted candidates, by kind (prompt, response).", ConstLabels: l}, []string{"kind"}),
-		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_policy_latency_seconds",
+		Latency: f.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_policy_latency_seconds",
 			Help: "Latency of one policy call (a whole group).", ConstLabels: l,
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}),
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_http_requests_total",
+		Requests: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_http_requests_total",
 			Help: "HTTP attempts to the inference server, by endpoint and code.", ConstLabels: l}, []string{"endpoint", "code"}),
-		RequestLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_http_request_seconds",
+		RequestLatency: f.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_http_request_seconds",
 			Help: "Latency of one HTTP attempt.", ConstLabels: l, Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12)}),
-		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_retries_total",
+		Retries: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_retries_total",
 			Help: "HTTP attempts that were retried, by error kind.", ConstLabels: l}, []string{"kind"}),
-		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_failures_total",
+		Failures: f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_failures_total",
 			Help: "Failures by cause.", ConstLabels: l}, []string{"cause"}),
-		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_in_flight",
+		InFlight: f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_in_flight",
 			Help: "Prompts being generated now.", ConstLabels: l}),
-		TreesInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_trees_in_flight",
+		TreesInFlight: f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_trees_in_flight",
 			Help: "Trees admitted and not yet completed.", ConstLabels: l}),
-		HeldBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_total",
+		HeldBack: f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_total",
 			Help: "Root prompts that waited for the cap on trees in flight.", ConstLabels: l}),
-		Completions: prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_tree_completions_total",
+		Completions: f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_tree_completions_total",
 			Help: "Completed trees that released a slot.", ConstLabels: l}),
 	}
-	m.VersionServed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_policy_version",
+	m.VersionServed = f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_policy_version",
 		Help: "Policy version new trees start at.", ConstLabels: l})
-	m.VersionNewest = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_policy_version_newest",
+	m.VersionNewest = f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_policy_version_newest",
 		Help: "Newest policy version published.", ConstLabels: l})
-	m.VersionChanges = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_version_changes_total",
+	m.VersionChanges = f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_policy_version_changes_total",
 		Help: "Policy versions served.", ConstLabels: l})
-	m.VersionLoads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_version_loads_total",
+	m.VersionLoads = f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_version_loads_total",
 		Help: "Load hook calls, by result (ok, failed).", ConstLabels: l}, []string{"result"})
-	m.VersionLoadSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_version_load_seconds",
+	m.VersionLoadSeconds = f.NewHistogram(prometheus.HistogramOpts{Name: "murphy_generate_version_load_seconds",
 		Help: "Time of the load hook for one version.", ConstLabels: l, Buckets: prometheus.ExponentialBuckets(0.01, 3, 10)})
-	m.VersionsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_versions_in_flight",
+	m.VersionsInFlight = f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_versions_in_flight",
 		Help: "Distinct policy versions among the trees in flight.", ConstLabels: l})
-	m.InFlightVersionLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_in_flight_version_lag",
+	m.InFlightVersionLag = f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_in_flight_version_lag",
 		Help: "Served version minus the oldest version of a tree in flight.", ConstLabels: l})
-	m.BoundTreesInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_bound_trees_in_flight",
+	m.BoundTreesInFlight = f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_bound_trees_in_flight",
 		Help: "Trees in flight of every generate process, as the staleness bound counts them.", ConstLabels: l})
-	m.VersionsAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "murphy_generate_versions_ahead",
+	m.VersionsAhead = f.NewGaugeVec(prometheus.GaugeOpts{Name: "murphy_generate_versions_ahead",
 		Help: "Versions generation is ahead of a bounded trainer.", ConstLabels: l}, []string{"trainer"})
-	m.TrainerBacklog = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "murphy_generate_trainer_backlog_trees",
+	m.TrainerBacklog = f.NewGaugeVec(prometheus.GaugeOpts{Name: "murphy_generate_trainer_backlog_trees",
 		Help: "Trees admitted or credited and not yet consumed by a bounded trainer.", ConstLabels: l}, []string{"trainer"})
-	m.TrainersBounding = prometheus.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_trainers_bounding",
+	m.TrainersBounding = f.NewGauge(prometheus.GaugeOpts{Name: "murphy_generate_trainers_bounding",
 		Help: "Trainers whose staleness bound applies now.", ConstLabels: l})
-	m.HeldBackStale = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_staleness_total",
+	m.HeldBackStale = f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_staleness_total",
 		Help: "Root prompts that waited for the staleness bound.", ConstLabels: l})
-	m.Restarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_stale_refinements_total",
+	m.Restarts = f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_stale_refinements_total",
 		Help: "Refinements of trees older than the served version closed (in_flight=restart).", ConstLabels: l})
-	m.Admissions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_admissions_total",
+	m.Admissions = f.NewCounterVec(prometheus.CounterOpts{Name: "murphy_generate_admissions_total",
 		Help: "This process's proposals on the admission log, by decision (granted, voided).", ConstLabels: l}, []string{"result"})
-	m.HeldBackVersion = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_version_total",
+	m.HeldBackVersion = f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_root_prompts_held_back_version_total",
 		Help: "Root prompts that waited for a bounded trainer's version to be served.", ConstLabels: l})
-	m.Aborted = prometheus.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_aborted_requests_total",
+	m.Aborted = f.NewCounter(prometheus.CounterOpts{Name: "murphy_generate_aborted_requests_total",
 		Help: "Prompts whose generation a version change interrupted (in_flight=abort), generated again.", ConstLabels: l})
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Admissions, m.HeldBackVersion, m.Aborted, m.Prompts, m.Started, m.PolicyCalls, m.Samples, m.Tokens, m.Latency, m.Requests,
-			m.RequestLatency, m.Retries, m.Failures, m.InFlight, m.TreesInFlight, m.HeldBack, m.Completions,
-			m.VersionServed, m.VersionNewest, m.VersionChanges, m.VersionLoads, m.VersionLoadSeconds, m.VersionsInFlight,
-			m.InFlightVersionLag, m.BoundTreesInFlight, m.VersionsAhead, m.TrainerBacklog, m.TrainersBounding,
-			m.HeldBackStale, m.Restarts} {
-			reg.MustRegister(c)
-		}
-	}
 	return m
 }
 

@@ -1,11 +1,13 @@
 package govern
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/murphy-rl/murphy/pipeline"
 )
 
 // Metrics are the govern stage's own metrics (the runtime counts records,
@@ -24,35 +26,36 @@ type Metrics struct {
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not
-// registered).
+// registered); on failure nothing stays registered.
 func NewMetrics(reg prometheus.Registerer, stage string) (*Metrics, error) {
 	labels := prometheus.Labels{"stage": stage}
-	m := &Metrics{
-		Samples: prometheus.NewCounterVec(prometheus.CounterOpts{
+	m := &Metrics{}
+	err := pipeline.RegisterMetrics(reg, func(f promauto.Factory) {
+		m.Samples = f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "murphy", Subsystem: "govern", Name: "samples_total",
 			Help: "Samples produced, by route and failure cause.", ConstLabels: labels,
-		}, []string{"route", "cause"}),
-		Reward: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"route", "cause"})
+		m.Reward = f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "murphy", Subsystem: "govern", Name: "reward",
 			Help:        "Rewards of train-route samples, by turn.",
 			ConstLabels: labels,
 			Buckets:     []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1},
-		}, []string{"turn"}),
-		Expansions: prometheus.NewCounter(prometheus.CounterOpts{
+		}, []string{"turn"})
+		m.Expansions = f.NewCounter(prometheus.CounterOpts{
 			Namespace: "murphy", Subsystem: "govern", Name: "expansions_total",
 			Help: "Refinement prompts produced.", ConstLabels: labels,
-		}),
-		Children: prometheus.NewCounter(prometheus.CounterOpts{
+		})
+		m.Children = f.NewCounter(prometheus.CounterOpts{
 			Namespace: "murphy", Subsystem: "govern", Name: "children_requested_total",
 			Help: "Children requested by refinement prompts.", ConstLabels: labels,
-		}),
-		LLM: prometheus.NewCounterVec(prometheus.CounterOpts{
+		})
+		m.LLM = f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "murphy", Subsystem: "govern", Name: "llm_calls_total",
 			Help: "LLM judge and step scorer calls, by component and result.", ConstLabels: labels,
-		}, []string{"component", "result"}),
-	}
-	if err := m.register(reg); err != nil {
-		return nil, err
+		}, []string{"component", "result"})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("govern metrics: %w", err)
 	}
 	return m, nil
 }
@@ -71,28 +74,4 @@ func (m *Metrics) observe(r Result) {
 
 func (m *Metrics) llmEvent(component, result string) {
 	m.LLM.WithLabelValues(component, result).Inc()
-}
-
-// register registers the metrics on reg (nil: nothing); on failure nothing
-// stays registered.
-func (m *Metrics) register(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	var errs []error
-	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.Samples, m.Reward, m.Expansions, m.Children, m.LLM} {
-		if err := reg.Register(c); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		done = append(done, c)
-	}
-	if len(errs) > 0 {
-		for _, c := range done {
-			reg.Unregister(c)
-		}
-		return fmt.Errorf("govern metrics: %w", errors.Join(errs...))
-	}
-	return nil
 }

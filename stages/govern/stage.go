@@ -69,17 +69,20 @@ func NewStage(cfg Config, lookup TaskLookup, model ChatModel, cat topics.Catalog
 		}
 		model = chat
 	}
-	// Build the core against unregistered metrics first, so that a bad
-	// configuration leaves nothing registered on reg.
-	m, err := NewMetrics(nil, Name)
-	if err != nil {
-		return nil, err
+	// Build the core first and register the metrics last, so that a bad
+	// configuration leaves nothing registered on reg; the core reports its
+	// LLM calls to the metrics once they exist.
+	var m *Metrics
+	events := func(component, result string) {
+		if m != nil {
+			m.llmEvent(component, result)
+		}
 	}
 	eq, release, err := OpenEquivalence(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	base := []Option{withEvents(m.llmEvent)}
+	base := []Option{withEvents(events)}
 	if eq != nil {
 		base = append(base, WithEquivalence(eq))
 	}
@@ -88,7 +91,7 @@ func NewStage(cfg Config, lookup TaskLookup, model ChatModel, cat topics.Catalog
 		release()
 		return nil, err
 	}
-	if err := m.register(reg); err != nil {
+	if m, err = NewMetrics(reg, Name); err != nil {
 		release()
 		return nil, err
 	}
