@@ -26,20 +26,25 @@ import (
 // every Watermill Pub/Sub runs Watermill's tests.TestPubSub. A StageCase
 // is one stage, the records it consumed in a reference run of the whole
 // pipeline and what it produced from them; RunStageSuite runs the stage
-// alone on fresh topics with those records and checks four properties:
+// alone on fresh topics with those records, three cases in parallel:
 //
-//   - delivery: every input is processed, and the stage's main output holds
-//     exactly the reference run's items, each once, keyed and partitioned
-//     as there, with nothing dead-lettered;
-//   - dlq: a record that cannot be decoded, among the others, goes to the
-//     DLQ with its reason, source topic and bytes, and nothing else is lost;
-//   - restart: the stage, run as a separate process, is killed with SIGKILL
-//     while inputs stream in and restarted, and still loses nothing (a
-//     stateful stage also duplicates nothing; a stateless one may process
-//     a record again after the kill, and then produces the identical item);
-//   - duplicates: a redelivered input record is dropped by a stateful stage;
-//     a stateless stage produces identical items for it again (same ids,
-//     same content), so that the next stage can drop it.
+//   - delivery: the inputs with one record that cannot be decoded among
+//     them: the poison record goes to the DLQ (reason, stage, source topic,
+//     key and bytes), nothing else does, and the stage's main output holds
+//     exactly the reference run's items, each once, keyed as there and each
+//     key on one partition;
+//   - restart: the stage, run as a separate process (StageMain), gets half
+//     of the inputs, is killed with SIGKILL once it has produced output, the
+//     other half arrives while it is down, and it is started again: nothing
+//     is lost; a stateful stage duplicates nothing, a stateless one may
+//     process a record again after the kill, and then produces the
+//     identical item;
+//   - duplicates: one input record delivered twice: a stateful stage drops
+//     the second; a stateless stage produces identical items for it again
+//     (same ids, same content), so that the next stage can drop it.
+//
+// Every case ends once the stage's consumer groups have committed all its
+// inputs, so that what it produced for them is all on the topic.
 
 // StageRunner runs one stage alone on kc's broker over cat's topics until
 // ctx ends.
@@ -154,8 +159,8 @@ func runChild(name, spec string, runners func(string) (StageRunner, error)) erro
 const suitePartitions = 3
 
 // RunStageSuite runs the shared stage suite for c on the real broker
-// (skipped without MURPHY_KAFKA_BROKERS). The four cases run in parallel,
-// each on its own topics.
+// (skipped without MURPHY_KAFKA_BROKERS). The cases run in parallel, each
+// on its own topics.
 func RunStageSuite(t *testing.T, c StageCase) {
 	t.Helper()
 	brokers := Brokers(t)
