@@ -203,7 +203,17 @@ _FACTORIES = {
     "deque": collections.deque, "defaultdict": collections.defaultdict,
 }
 _FACTORY_NAMES = {v: k for k, v in _FACTORIES.items()}
+# Builtin types travel by name ({"T": "int"}): a test may pass int, and a
+# program may return it.
+_BUILTIN_TYPES = {k: v for k, v in builtins.__dict__.items() if type(v) is type and not k.startswith("_")}
+_BUILTIN_TYPE_NAMES = {v: k for k, v in _BUILTIN_TYPES.items()}
 _nt_types = {}
+# The containers whose identity and contents a call can change: they carry
+# an object number ("@") where identity matters, and are written back in place.
+_MUTABLE = (list, dict, set, bytearray, collections.deque, collections.OrderedDict,
+            collections.Counter, collections.defaultdict)
+_HEAPTYPE = 1 << 9
+_NOT_RECORDS = set()  # the harness's own classes (filled below)
 
 
 def _is_namedtuple(t):
@@ -211,64 +221,169 @@ def _is_namedtuple(t):
             and "_make" in t.__dict__ and t.__module__ != "builtins")
 
 
-def encode(v, depth=0, budget=None):
-    if budget is None:
-        budget = [2_000_000]
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise NotPlain("value too large")
-    if depth > 200:
-        raise NotPlain("value nested too deeply")
-    t = type(v)
-    if v is None or t is bool:
-        return v
-    if t is int:
-        return {"i": format(v, "x")}
-    if t is float:
-        return {"f": v.hex()}
-    if t is str:
-        try:
-            v.encode("utf-8")
+def _is_record_type(t):
+    """A class defined in Python code (the program's or the task's) that
+    derives from object alone: its instances travel as records."""
+    try:
+        if t in _NOT_RECORDS:
+            return False
+        mro = type.__dict__["__mro__"].__get__(t)
+        return all(c is object or c.__flags__ & _HEAPTYPE for c in mro) and not _is_namedtuple(t)
+    except BaseException:
+        return False
+
+
+def _fields_of(v):
+    """An instance's attributes: its __dict__ and its slots."""
+    out = []
+    try:
+        d = object.__getattribute__(v, "__dict__")
+    except AttributeError:
+        d = {}
+    if type(d) is not dict:
+        raise NotPlain("object with a strange __dict__")
+    out.extend(d.items())
+    for c in type.__dict__["__mro__"].__get__(type(v)):
+        slots = c.__dict__.get("__slots__", ())
+        for s in (slots,) if type(slots) is str else slots:
+            if type(s) is str and s not in ("__dict__", "__weakref__"):
+                try:
+                    out.append((s, object.__getattribute__(v, s)))
+                except AttributeError:
+                    pass
+    return out
+
+
+class Encoder:
+    """Typed values (see the table above). memo maps id() of objects that
+    have a number to it: they are encoded as {"^": k}. With mark, every
+    mutable container and record met is numbered ({"@": [k, value]}), in
+    the order met: the judge marks a call's arguments so that the candidate
+    can name them back. remote encodes the judge's stand-ins for the
+    program's names (RemoteName, Deferred); None elsewhere."""
+
+    __slots__ = ("memo", "objs", "mark", "budget", "remote")
+
+    def __init__(self, memo=None, mark=False, remote=None):
+        self.memo = memo
+        self.objs = []
+        self.mark = mark
+        self.budget = 2_000_000
+        self.remote = remote
+
+    def enc(self, v, depth=0):
+        self.budget -= 1
+        if self.budget < 0:
+            raise NotPlain("value too large")
+        if depth > 200:
+            raise NotPlain("value nested too deeply")
+        t = type(v)
+        if v is None or t is bool:
             return v
-        except UnicodeEncodeError:
-            return {"S": v.encode("utf-8", "surrogatepass").hex()}
-    e = lambda x: encode(x, depth + 1, budget)  # noqa: E731
-    if t is list:
-        return [e(x) for x in v]
-    if t is tuple:
-        return {"t": [e(x) for x in v]}
-    if t is dict:
-        return {"d": [[e(k), e(x)] for k, x in v.items()]}
-    if t is set:
-        return {"s": [e(x) for x in v]}
-    if t is frozenset:
-        return {"z": [e(x) for x in v]}
-    if t is complex:
-        return {"c": [v.real.hex(), v.imag.hex()]}
-    if t is bytes:
-        return {"b": binascii.b2a_base64(v, newline=False).decode()}
-    if t is bytearray:
-        return {"y": binascii.b2a_base64(bytes(v), newline=False).decode()}
-    if t is collections.Counter:
-        return {"C": [[e(k), e(x)] for k, x in v.items()]}
-    if t is collections.OrderedDict:
-        return {"o": [[e(k), e(x)] for k, x in v.items()]}
-    if t is collections.defaultdict:
-        return {"dd": [_FACTORY_NAMES.get(v.default_factory), [[e(k), e(x)] for k, x in v.items()]]}
-    if t is collections.deque:
-        return {"q": [v.maxlen, [e(x) for x in v]]}
-    dm, fm = sys.modules.get("decimal"), sys.modules.get("fractions")
-    if dm is not None and t is dm.Decimal:
-        return {"D": str(v)}
-    if fm is not None and t is fm.Fraction:
-        return {"F": [format(v.numerator, "x"), format(v.denominator, "x")]}
-    if t is range:
-        return {"r": [v.start, v.stop, v.step]}
-    if isinstance(t, type) and _is_namedtuple(t):
-        fields = t._fields
-        if type(fields) is tuple and all(type(f) is str for f in fields):
-            return {"n": [str(t.__name__), list(fields), [e(x) for x in tuple.__iter__(v)]]}
-    raise NotPlain(type_name(v))
+        if t is int:
+            return {"i": format(v, "x")}
+        if t is float:
+            return {"f": v.hex()}
+        if t is str:
+            try:
+                v.encode("utf-8")
+                return v
+            except UnicodeEncodeError:
+                return {"S": v.encode("utf-8", "surrogatepass").hex()}
+        if self.memo is not None and (t in _MUTABLE or _is_record_type(t)):
+            k = self.memo.get(id(v))
+            if k is not None:
+                return {"^": k}
+            if self.mark:
+                k = self.memo[id(v)] = len(self.memo)
+                self.objs.append(v)
+                return {"@": [k, self.body(v, t, depth)]}
+        return self.body(v, t, depth)
+
+    def body(self, v, t, depth):
+        e = lambda x: self.enc(x, depth + 1)  # noqa: E731
+        if t is list:
+            return [e(x) for x in v]
+        if t is tuple:
+            return {"t": [e(x) for x in v]}
+        if t is dict:
+            return {"d": [[e(k), e(x)] for k, x in v.items()]}
+        if t is set:
+            return {"s": [e(x) for x in v]}
+        if t is frozenset:
+            return {"z": [e(x) for x in v]}
+        if t is complex:
+            return {"c": [v.real.hex(), v.imag.hex()]}
+        if t is bytes:
+            return {"b": binascii.b2a_base64(v, newline=False).decode()}
+        if t is bytearray:
+            return {"y": binascii.b2a_base64(bytes(v), newline=False).decode()}
+        if t is collections.Counter:
+            return {"C": [[e(k), e(x)] for k, x in v.items()]}
+        if t is collections.OrderedDict:
+            return {"o": [[e(k), e(x)] for k, x in v.items()]}
+        if t is collections.defaultdict:
+            return {"dd": [_FACTORY_NAMES.get(v.default_factory), [[e(k), e(x)] for k, x in v.items()]]}
+        if t is collections.deque:
+            return {"q": [v.maxlen, [e(x) for x in v]]}
+        dm, fm = sys.modules.get("decimal"), sys.modules.get("fractions")
+        if dm is not None and t is dm.Decimal:
+            return {"D": str(v)}
+        if fm is not None and t is fm.Fraction:
+            return {"F": [format(v.numerator, "x"), format(v.denominator, "x")]}
+        if t is range:
+            return {"r": [v.start, v.stop, v.step]}
+        if t is type and v in _BUILTIN_TYPE_NAMES:
+            return {"T": _BUILTIN_TYPE_NAMES[v]}
+        if t is Record:
+            return {"R": [v._name, [[k, e(x)] for k, x in v._fields.items()]]}
+        if self.remote is not None and t in (RemoteName, Deferred):
+            return self.remote(self, v, depth)
+        if isinstance(t, type) and _is_namedtuple(t):
+            fields = t._fields
+            if type(fields) is tuple and all(type(f) is str for f in fields):
+                return {"n": [str(t.__name__), list(fields), [e(x) for x in tuple.__iter__(v)]]}
+        if _is_record_type(t):
+            name = type.__dict__["__qualname__"].__get__(t)
+            return {"R": [str(name)[:200], [[str(k), e(x)] for k, x in _fields_of(v)
+                                             if type(k) is str]]}
+        raise NotPlain(type_name(v))
+
+
+def encode(v):
+    return Encoder().enc(v)
+
+
+class Record:
+    """An instance of a class the program defined, rebuilt from the data it
+    sent: its class's qualified name and its attributes, compared
+    structurally (never through the program's __eq__)."""
+
+    __slots__ = ("_name", "_fields", "__weakref__")
+
+    def __init__(self, name, fields):
+        self._name, self._fields = name, fields
+
+    def __eq__(self, other):
+        if type(other) is not Record:
+            return NotImplemented
+        return self._name == other._name and self._fields == other._fields
+
+    def __ne__(self, other):
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __getattr__(self, name):
+        try:
+            return object.__getattribute__(self, "_fields")[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self):
+        return "%s(%s)" % (self._name, ", ".join("%s=%s" % (k, safe_repr(v, 200)) for k, v in self._fields.items()))
 
 
 def _hexint(s):
@@ -277,36 +392,103 @@ def _hexint(s):
     return int(s, 16)
 
 
-def _pairs(body, depth):
-    if type(body) is not list:
-        raise BadValue("pairs expected")
-    out = []
-    for p in body:
-        if type(p) is not list or len(p) != 2:
-            raise BadValue("pair expected")
-        out.append((decode(p[0], depth + 1), decode(p[1], depth + 1)))
-    return out
+class Decoder:
+    """Rebuilds an encoded value from JSON data with trusted constructors
+    only. table: the numbered objects ("^" refers to them); marks: whether
+    "@" may number new ones (the candidate decoding the judge's arguments);
+    resolve(name) the program's or the task's class for a record, or None
+    (a Record then); remote(tag, body, dec): the candidate's evaluation of
+    the judge's stand-ins ("N", "new"), None in the judge."""
 
+    __slots__ = ("table", "marks", "resolve", "remote")
 
-def _items(body, depth):
-    if type(body) is not list:
-        raise BadValue("list expected")
-    return [decode(x, depth + 1) for x in body]
+    def __init__(self, table=None, marks=False, resolve=None, remote=None):
+        self.table = table if table is not None else []
+        self.marks, self.resolve, self.remote = marks, resolve, remote
 
+    def d(self, x, depth=0):
+        if depth > 250:
+            raise BadValue("value nested too deeply")
+        t = type(x)
+        if x is None or t is bool or t is str:
+            return x
+        if t is list:
+            return [self.d(y, depth + 1) for y in x]
+        if t is not dict or len(x) != 1:
+            raise BadValue("unexpected %s" % t.__name__)
+        (tag, body), = x.items()
+        try:
+            if tag == "^":
+                if type(body) is not int or not 0 <= body < len(self.table):
+                    raise BadValue("bad reference")
+                return self.table[body]
+            if tag == "@":
+                if not self.marks or type(body) is not list or len(body) != 2 or body[0] != len(self.table):
+                    raise BadValue("bad object number")
+                return self.fresh(body[1], depth)
+            return self.value(tag, body, depth, None)
+        except BadValue:
+            raise
+        except RecursionError:
+            raise BadValue("value nested too deeply")
+        except (CandidateGone, CandidateFailed):
+            raise
+        except Exception as e:
+            if self.remote is not None:
+                raise  # the candidate's own error, reported as its answer
+            raise BadValue("bad %r value: %s" % (tag, type(e).__name__))
 
-def decode(x, depth=0):
-    """Rebuilds an encoded value from JSON data with trusted constructors only."""
-    if depth > 250:
-        raise BadValue("value nested too deeply")
-    t = type(x)
-    if x is None or t is bool or t is str:
-        return x
-    if t is list:
-        return [decode(y, depth + 1) for y in x]
-    if t is not dict or len(x) != 1:
-        raise BadValue("unexpected %s" % t.__name__)
-    (tag, body), = x.items()
-    try:
+    def fresh(self, x, depth):
+        """A numbered object: made empty and registered before its
+        contents decode (they may refer to it)."""
+        if type(x) is list:
+            obj = []
+            self.table.append(obj)
+            obj.extend(self.d(y, depth + 1) for y in x)
+            return obj
+        if type(x) is not dict or len(x) != 1:
+            raise BadValue("bad numbered object")
+        (tag, body), = x.items()
+        shells = {"d": dict, "s": set, "y": bytearray, "C": collections.Counter, "o": collections.OrderedDict}
+        if tag in shells:
+            obj = shells[tag]()
+        elif tag == "dd":
+            obj = collections.defaultdict()
+        elif tag == "q":
+            obj = collections.deque()
+        elif tag == "R":
+            obj = self.record_shell(body)
+        else:
+            raise BadValue("bad numbered object")
+        self.table.append(obj)
+        return self.value(tag, body, depth, obj)
+
+    def record_shell(self, body):
+        if type(body) is not list or len(body) != 2 or type(body[0]) is not str:
+            raise BadValue("bad record")
+        cls = self.resolve(body[0]) if self.resolve is not None else None
+        if cls is None:
+            return Record(body[0], {})
+        return cls.__new__(cls)
+
+    def pairs(self, body, depth):
+        if type(body) is not list:
+            raise BadValue("pairs expected")
+        out = []
+        for p in body:
+            if type(p) is not list or len(p) != 2:
+                raise BadValue("pair expected")
+            out.append((self.d(p[0], depth + 1), self.d(p[1], depth + 1)))
+        return out
+
+    def items(self, body, depth):
+        if type(body) is not list:
+            raise BadValue("list expected")
+        return [self.d(x, depth + 1) for x in body]
+
+    def value(self, tag, body, depth, into):
+        """The value of tag and body; into: the empty object to fill (a
+        numbered one), else a new one."""
         if tag == "i":
             return _hexint(body)
         if tag == "f":
@@ -314,46 +496,69 @@ def decode(x, depth=0):
         if tag == "S":
             return bytes.fromhex(body).decode("utf-8", "surrogatepass")
         if tag == "t":
-            return tuple(_items(body, depth))
+            return tuple(self.items(body, depth))
         if tag == "d":
-            return dict(_pairs(body, depth))
+            return _fill(dict() if into is None else into, self.pairs(body, depth))
         if tag == "s":
-            return set(_items(body, depth))
+            return _fill_set(set() if into is None else into, self.items(body, depth))
         if tag == "z":
-            return frozenset(_items(body, depth))
+            return frozenset(self.items(body, depth))
         if tag == "c":
             return complex(float.fromhex(body[0]), float.fromhex(body[1]))
         if tag == "b":
             return binascii.a2b_base64(body, strict_mode=True)
         if tag == "y":
-            return bytearray(binascii.a2b_base64(body, strict_mode=True))
+            b = binascii.a2b_base64(body, strict_mode=True)
+            if into is None:
+                return bytearray(b)
+            into[:] = b
+            return into
         if tag == "C":
-            return collections.Counter(dict(_pairs(body, depth)))
+            return _fill(collections.Counter() if into is None else into, self.pairs(body, depth))
         if tag == "o":
-            return collections.OrderedDict(_pairs(body, depth))
+            return _fill(collections.OrderedDict() if into is None else into, self.pairs(body, depth))
         if tag == "dd":
             name, pairs = body
             factory = _FACTORIES.get(name) if name is not None else None
             if name is not None and factory is None:
                 raise BadValue("unknown default factory")
-            d = collections.defaultdict(factory)
-            d.update(_pairs(pairs, depth))
-            return d
+            d = collections.defaultdict(factory) if into is None else into
+            d.default_factory = factory
+            return _fill(d, self.pairs(pairs, depth))
         if tag == "q":
             maxlen, items = body
             if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
                 raise BadValue("bad maxlen")
-            return collections.deque(_items(items, depth), maxlen)
+            if into is None:
+                return collections.deque(self.items(items, depth), maxlen)
+            into.__init__(self.items(items, depth), maxlen)
+            return into
         if tag == "D":
             if type(body) is not str or len(body) > 1 << 16:
                 raise BadValue("bad decimal")
-            return decimal.Decimal(body)
+            return sys.modules["decimal"].Decimal(body) if "decimal" in sys.modules else __import__("decimal").Decimal(body)
         if tag == "F":
-            return fractions.Fraction(_hexint(body[0]), _hexint(body[1]))
+            return __import__("fractions").Fraction(_hexint(body[0]), _hexint(body[1]))
         if tag == "r":
             if type(body) is not list or len(body) != 3 or any(type(n) is not int for n in body):
                 raise BadValue("bad range")
             return range(*body)
+        if tag == "T":
+            if type(body) is not str or body not in _BUILTIN_TYPES:
+                raise BadValue("unknown type")
+            return _BUILTIN_TYPES[body]
+        if tag == "R":
+            obj = self.record_shell(body) if into is None else into
+            fields = body[1]
+            if type(fields) is not list:
+                raise BadValue("bad record")
+            vals = {}
+            for p in fields:
+                if type(p) is not list or len(p) != 2 or type(p[0]) is not str or not p[0].isidentifier():
+                    raise BadValue("bad record field")
+                vals[p[0]] = self.d(p[1], depth + 1)
+            set_fields(obj, vals)
+            return obj
         if tag == "n":
             name, fields, items = body
             key = (name, tuple(fields))
@@ -362,14 +567,42 @@ def decode(x, depth=0):
                 if len(_nt_types) > 256:
                     _nt_types.clear()
                 nt = _nt_types[key] = collections.namedtuple(name, fields)
-            return nt._make(_items(items, depth))
-    except BadValue:
-        raise
-    except RecursionError:
-        raise BadValue("value nested too deeply")
-    except Exception as e:
-        raise BadValue("bad %r value: %s" % (tag, type(e).__name__))
-    raise BadValue("unknown tag")
+            return nt._make(self.items(items, depth))
+        if self.remote is not None and tag in ("N", "new"):
+            return self.remote(tag, body, self, depth)
+        raise BadValue("unknown tag")
+
+
+def _fill(d, pairs):
+    d.clear()
+    d.update(pairs)
+    return d
+
+
+def _fill_set(s, items):
+    s.clear()
+    s.update(items)
+    return s
+
+
+def set_fields(obj, vals):
+    """Gives a record or an object of a class its attributes (without its
+    __setattr__)."""
+    if type(obj) is Record:
+        obj._fields = vals
+        return
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+        d.clear()
+    except AttributeError:
+        pass
+    for k, v in vals.items():
+        object.__setattr__(obj, k, v)
+
+
+def decode(x):
+    """A value the candidate sent, in the judge (no references)."""
+    return Decoder().d(x)
 
 
 def type_name(v):
@@ -523,18 +756,35 @@ def judge_requests(ctrl):
 
 def judge_main(uid, vmsize):
     """The judge's process, forked by the fork server: drops to the judge's
-    uid for good and serves the judge's control socket."""
-    code = 0
+    uid for good and becomes a fresh interpreter (execve): the judge never
+    runs on the worker's image or its arena allocator (the environment has
+    no LD_PRELOAD any more), and nothing a job did to a candidate's copy of
+    that image can reach it."""
+    code = 1
     try:
         os.setsid()
         os.chdir("/")
-        # A bounded address space: a value a program returns that expands
-        # in the judge (sorted(range(10**9))) raises MemoryError there
-        # instead of drawing the OOM killer.
-        budget = vmsize + JUDGE_MEMORY
-        resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
         drop_to(uid)
+        os.set_inheritable(JUDGE_FD, True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LD_")}
+        os.execve(sys.executable, [sys.executable, "-I", "-B", sys.argv[0], "--judge"], env)
+    except BaseException:
+        traceback.print_exc()
+    os._exit(code)
+
+
+def judge_process():
+    """The judge's interpreter (harness.py --judge): a bounded address space
+    (a value a program returns that expands in the judge, sorted(range(10**9)),
+    raises MemoryError there instead of drawing the OOM killer), then serves
+    the judge's control socket."""
+    code = 0
+    try:
+        if os.getuid() == 0 or os.geteuid() == 0:
+            raise RuntimeError("the judge runs as root")
         judge_imports()
+        budget = vmsize_bytes() + JUDGE_MEMORY
+        resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
         judge_serve(socket.socket(fileno=JUDGE_FD))
     except BaseException:
         traceback.print_exc()
@@ -645,39 +895,91 @@ def hint(obj):
 
 
 def run_program(prog):
-    """A stdio program: runs as __main__ with the test input on stdin. Its
-    exit status is the real one of this process; chan only carries hints
-    (a compile error, the exception that ended it) for the feedback."""
+    """A stdio program: runs as __main__ with the test input on stdin, and
+    ends as CPython ends (see finish_main). Its exit status is the real one
+    of this process; chan only carries hints (a compile error, the
+    exception that ended it) for the feedback."""
     code, err = compile_program(prog["code"])
     if err is not None:
         hint({"compile_error": err})
         return 1
     g = {"__name__": "__main__", "__builtins__": builtins, "__file__": SOLUTION_FILE}
     del prog
+    status = 0
     try:
         exec(code, g)
     except SystemExit as e:
-        flush_std()
-        if e.code is None:
-            return 0
-        if type(e.code) is int:
-            return e.code & 0xFF
-        try:
-            print(e.code, file=sys.stderr)
-        except BaseException:
-            pass
-        return 1
+        status = exit_status(e)
     except BaseException as e:
         f = failure(e)
         try:
             sys.stderr.write(f["tb"])
         except BaseException:
             pass
-        flush_std()
         hint({"error": f})
-        return 1
-    flush_std()
-    return 0
+        status = 1
+    return finish_main(g, status)
+
+
+def exit_status(e):
+    """The status SystemExit e asks for, as CPython computes it."""
+    if e.code is None:
+        return 0
+    if type(e.code) is int:
+        return e.code & 0xFF
+    try:
+        print(e.code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def print_ignored(what, e):
+    try:
+        sys.stderr.write("Exception ignored in %s:\n%s" % (what, format_exc(e)))
+    except BaseException:
+        pass
+
+
+def finish_main(g, status):
+    """What Py_FinalizeEx does after __main__ returns: non-daemon threads
+    are joined (threading._shutdown; one that never ends is the wall
+    limit's), atexit handlers run, the streams are flushed, __main__'s
+    globals are cleared and collected (finalizers run), and the streams are
+    flushed again; a failed flush of stdout is exit status 120. Returns the
+    exit status."""
+    th = sys.modules.get("threading")
+    if th is not None:
+        try:
+            th._shutdown()
+        except BaseException as e:
+            print_ignored("threading._shutdown", e)
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException as e:
+        print_ignored("atexit", e)
+    failed = flush_failed()
+    try:
+        for k in list(g):
+            if k != "__builtins__":
+                g[k] = None
+        g.clear()
+        gc.collect()
+    except BaseException as e:
+        print_ignored("module teardown", e)
+    return 120 if flush_failed() or failed else status
+
+
+def flush_failed():
+    failed = False
+    for s in (sys.stdout, sys.stderr):
+        try:
+            if not s.closed:
+                s.flush()
+        except BaseException:
+            failed = failed or s is sys.stdout
+    return failed
 
 
 def serve_calls(prog, frame_bytes):
@@ -694,6 +996,8 @@ def serve_calls(prog, frame_bytes):
     try:
         exec(code, ns)
         if setup:
+            # The task's setup builds the test's objects from the program's
+            # own classes (MBPP test_setup_code): they only feed its calls.
             exec(compile(setup, "<setup>", "exec"), ns)
     except BaseException as e:
         flush_std()
@@ -706,20 +1010,9 @@ def serve_calls(prog, frame_bytes):
         send_frame(CHAN_FD, {"load_error": {"kind": "entry", "type": "NameError",
                                             "tb": "the program does not define a function named %r" % entry}})
         return 1
-    # What the program imported, for tests that use it; the judge imports
-    # its own copies (from math import isclose -> math.isclose).
-    modules, imports = {}, {}
-    for k, v in list(ns.items())[:10000]:
-        if type(k) is not str or k.startswith("__"):
-            continue
-        if type(v) is type(os):
-            modules[k] = str(getattr(v, "__name__", ""))
-        elif callable(v):
-            mod = getattr(v, "__module__", None)
-            if type(mod) is str and mod not in ("solution", "builtins"):
-                imports[k] = [mod, str(getattr(v, "__qualname__", k))]
-    send_frame(CHAN_FD, {"loaded": True, "modules": dict(list(modules.items())[:200]),
-                         "imports": dict(list(imports.items())[:1000])})
+    # Nothing about the program's names goes to the judge: the tests'
+    # names are the task's.
+    send_frame(CHAN_FD, {"loaded": True})
     frames = Frames(CHAN_FD, frame_bytes)
     while True:
         msg = frames.next()
@@ -727,8 +1020,8 @@ def serve_calls(prog, frame_bytes):
             break
         # A batch of calls is answered one frame per call, each as soon as
         # it returns.
-        for name, a, k in msg["calls"]:
-            reply = answer(ns.get(name), decode(a), decode(k))
+        for c in msg["calls"]:
+            reply = answer(ns, c)
             send_frame(CHAN_FD, reply)
             if reply.get("err", {}).get("kind") == "memory":
                 # Out of memory ends the run, as the memory limit kills a
@@ -740,8 +1033,70 @@ def serve_calls(prog, frame_bytes):
     return 0
 
 
-def answer(fn, args, kwargs):
+def lookup(ns, name):
+    """A name of the test, in the candidate's namespace: the program's and
+    the setup's names, builtins, then a standard-library module of that
+    name."""
+    if type(name) is not str or not name.isidentifier():
+        raise BadValue("bad name")
+    if name in ns:
+        return ns[name]
+    if name in builtins.__dict__:
+        return builtins.__dict__[name]
+    if name in sys.stdlib_module_names and not name.startswith("_"):
+        return __import__(name)
+    raise NameError("name %r is not defined" % name)
+
+
+def resolve_in(ns, qualname):
+    """The program's class of a qualified name (a record the judge sends)."""
+    parts = qualname.split(".")
+    obj = lookup(ns, parts[0])
+    for p in parts[1:]:
+        obj = getattr(obj, p)
+    if not isinstance(obj, type):
+        raise TypeError("%s is not a class" % qualname)
+    return obj
+
+
+def remote_in(ns, tag, body, dec, depth):
+    """The judge's stand-ins, evaluated in the candidate's namespace: a name
+    ("N") or a call of one ("new": Pair(5, 24) in an assert)."""
+    if tag == "N":
+        return lookup(ns, body)
+    fn, a, k = body
+    return dec.d(fn, depth + 1)(*dec.d(a, depth + 1), **dec.d(k, depth + 1))
+
+
+def eval_args(ns, src):
+    """A value test's arguments, evaluated from the task's text in the
+    program's namespace (they only feed the program's own computation)."""
+    code = compile("(lambda *a, **k: (a, k))(" + src + "\n)", "<test>", "eval")
+    for name in code.co_names:
+        if name not in ns and name not in builtins.__dict__ and name in sys.stdlib_module_names \
+                and not name.startswith("_"):
+            ns[name] = __import__(name)
+    return eval(code, ns)
+
+
+def answer(ns, c):
+    """One call of the judge: [name, args, kwargs] (literal data), or
+    {"f", "a", "k", "w"} (arguments with object numbers; w: report their
+    new state) or {"f", "src"} (arguments as the test's text)."""
+    if type(c) is list:
+        c = {"f": c[0], "a": c[1], "k": c[2]}
+    table, memo, before = [], None, None
     try:
+        fn = ns.get(c["f"])
+        if "src" in c:
+            args, kwargs = eval_args(ns, c["src"])
+        else:
+            dec = Decoder(table, marks=True, resolve=lambda q: resolve_in(ns, q),
+                          remote=lambda tag, body, d, depth: remote_in(ns, tag, body, d, depth))
+            args, kwargs = dec.d(c["a"]), dec.d(c["k"])
+        if c.get("w"):
+            memo = {id(o): i for i, o in enumerate(table)}
+            before = [Encoder(memo).body(o, type(o), 0) for o in table]
         rv = fn(*args, **kwargs)
     except BaseException as e:
         flush_std()
@@ -750,7 +1105,15 @@ def answer(fn, args, kwargs):
             f["tb"] = "the program called exit(%s) during the test" % safe_repr(e.code, 100)
         return {"err": f}
     try:
-        return {"v": encode(rv)}
+        reply = {"v": Encoder(memo).enc(rv)}
+        if before is not None:
+            states = []
+            for i, o in enumerate(table):
+                st = Encoder(memo).body(o, type(o), 0)
+                if st != before[i]:
+                    states.append([i, st])
+            reply["a"] = states
+        return reply
     except NotPlain as e:
         return {"bad": str(e), "r": safe_repr(rv)}
     except RecursionError:
@@ -778,10 +1141,14 @@ class TaskError(Exception):
 
 
 class Conn:
-    """The judge's end of chan."""
+    """The judge's end of chan. Sticky: once the candidate is gone (its
+    process ended, it broke the protocol) or answered with what is not a
+    value, that stays the job's state, whatever a test's code caught."""
 
     def __init__(self, fd, frame_bytes):
         self.fd, self.frames, self.gone = fd, Frames(fd, frame_bytes), False
+        self.notplain = None  # the first "not a value" answer's event fields
+        self.resolve = None   # the task's class of a record's name, or None
 
     def recv(self):
         """The candidate's next frame as a dict."""
@@ -791,13 +1158,18 @@ class Conn:
             m = self.frames.next()
         except FrameTooLarge:
             self.gone = True
-            raise CandidateFailed("notplain", {"bad": "return value larger than the report limit"})
+            raise self.bad({"bad": "return value larger than the report limit"})
         except Exception:  # malformed, too deep, out of memory: never the judge's failure
             m = None
         if type(m) is not dict:
             self.gone = True
             raise CandidateGone()
         return m
+
+    def bad(self, info):
+        if self.notplain is None:
+            self.notplain = info
+        return CandidateFailed("notplain", info)
 
     def send(self, msg):
         if self.gone:
@@ -808,27 +1180,83 @@ class Conn:
             self.gone = True
             raise CandidateGone()
 
-    def result(self):
-        """The value of the call the candidate answers next."""
+    def result(self, table=None):
+        """The value of the call the candidate answers next (table: the
+        judge's objects the call's arguments numbered, which the answer may
+        name and whose new state it carries)."""
         m = self.recv()
         if "v" in m:
             try:
-                return decode(m["v"])
+                dec = Decoder(table, resolve=self.resolve)
+                rv = dec.d(m["v"])
+                if table is not None:
+                    write_back(dec, table, m.get("a"))
+                return rv
             except (BadValue, RecursionError) as e:
-                raise CandidateFailed("notplain", {"bad": "malformed value (%s)" % type_name(e) if not isinstance(e, BadValue) else "malformed value (%s)" % e})
+                raise self.bad({"bad": "malformed value (%s)" % (e if isinstance(e, BadValue) else type_name(e))})
             except MemoryError:
                 raise CandidateFailed("error", {"kind": "memory", "type": "MemoryError",
                                                 "tb": "the value the program returned exhausted the judge's memory"})
         if "err" in m and type(m["err"]) is dict:
             raise CandidateFailed("error", {k: str(m["err"].get(k, ""))[:4000] for k in ("kind", "type", "tb")})
         if "bad" in m:
-            raise CandidateFailed("notplain", {"bad": str(m["bad"])[:200], "r": str(m.get("r", ""))[:2000]})
+            raise self.bad({"bad": str(m["bad"])[:200], "r": str(m.get("r", ""))[:2000]})
         self.gone = True
         raise CandidateGone()
 
     def call(self, name, args, kwargs):
-        self.send({"calls": [call_msg(name, args, kwargs)]})
-        return self.result()
+        """A call from the test's code: the arguments keep their identity
+        (the answer may be one of them) and what the call changed in them
+        is written back into them, as in Python."""
+        enc = Encoder(memo={}, mark=True, remote=encode_remote)
+        try:
+            msg = {"f": name, "a": enc.enc(list(args)), "k": enc.enc(dict(kwargs)), "w": 1}
+        except NotPlain as e:
+            raise TaskError("the test passes a %s, which cannot be sent to the program" % e)
+        self.send({"calls": [msg]})
+        return self.result(enc.objs)
+
+
+def write_back(dec, table, states):
+    """Writes the new state of the call's numbered arguments into the
+    judge's own objects, in place. A state of another type than its object
+    is a malformed answer."""
+    if states is None:
+        return
+    if type(states) is not list:
+        raise BadValue("bad argument states")
+    new = []
+    for st in states:
+        if type(st) is not list or len(st) != 2 or type(st[0]) is not int or not 0 <= st[0] < len(table):
+            raise BadValue("bad argument state")
+        obj = table[st[0]]
+        x = st[1]
+        tag = "l" if type(x) is list else (next(iter(x)) if type(x) is dict and len(x) == 1 else None)
+        if _STATE_TAGS.get(type(obj), "R") != tag:
+            raise BadValue("argument state of another type")
+        if tag == "R":
+            if type(x["R"]) is not list or len(x["R"]) != 2:
+                raise BadValue("bad record")
+            new.append((obj, dec.value("R", [x["R"][0], x["R"][1]], 0, Record("", {}))))
+        else:
+            new.append((obj, dec.d(x)))
+    for obj, val in new:
+        t = type(obj)
+        if t is list or t is bytearray:
+            obj[:] = val
+        elif t is set:
+            _fill_set(obj, val)
+        elif t is collections.deque:
+            obj.clear()
+            obj.extend(val)
+        elif t in (dict, collections.OrderedDict, collections.Counter, collections.defaultdict):
+            _fill(obj, val.items())
+        else:
+            set_fields(obj, dict(val._fields))
+
+
+_STATE_TAGS = {list: "l", dict: "d", set: "s", bytearray: "y", collections.deque: "q",
+               collections.OrderedDict: "o", collections.Counter: "C", collections.defaultdict: "dd"}
 
 
 def call_msg(name, args, kwargs):
@@ -851,6 +1279,102 @@ class Proxy:
 
     def __repr__(self):
         return "<function %s>" % self._name
+
+
+class Misuse(BaseException):
+    """A test used one of the program's names for anything but passing it to
+    the program. A BaseException, and sticky (MISUSED), so that no except of
+    the test's can make the test's outcome depend on it."""
+
+
+MISUSED = [None]
+
+
+def _misuse(self, *a, **k):
+    what = "the test uses the program's %s as a value; only the program can use it" % safe_repr(self, 200)
+    if MISUSED[0] is None:
+        MISUSED[0] = what
+    raise Misuse(what)
+
+
+class _Stand:
+    """A stand-in in the judge for something only the candidate's process
+    has. It can be passed to the program (a name, a call of it); any other
+    use (truth, comparison, attributes, iteration, arithmetic) is Misuse,
+    so the program never decides what a test's expression means."""
+
+    __slots__ = ()
+    __bool__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _misuse
+    __iter__ = __len__ = __contains__ = __getitem__ = __setitem__ = __getattr__ = _misuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __int__ = __float__ = __index__ = _misuse
+    __str__ = __format__ = _misuse
+
+    def __setattr__(self, name, value):
+        _misuse(self)
+
+    def __call__(self, *args, **kwargs):
+        return Deferred(self, args, kwargs)
+
+
+class RemoteName(_Stand):
+    """A name the test uses that the task does not define: the program's
+    (its class Pair, a variable its setup built)."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, name):
+        object.__setattr__(self, "_n", name)
+
+    def __repr__(self):
+        return "name %s" % object.__getattribute__(self, "_n")
+
+
+class Deferred(_Stand):
+    """A call of a RemoteName (Pair(5, 24)): made by the candidate, when it
+    receives it as an argument."""
+
+    __slots__ = ("_f", "_a", "_k")
+
+    def __init__(self, f, a, k):
+        object.__setattr__(self, "_f", f)
+        object.__setattr__(self, "_a", a)
+        object.__setattr__(self, "_k", k)
+
+    def __repr__(self):
+        return "call of %r" % object.__getattribute__(self, "_f")
+
+
+def encode_remote(enc, v, depth):
+    g = object.__getattribute__
+    if type(v) is RemoteName:
+        return {"N": g(v, "_n")}
+    return {"new": [enc.enc(g(v, "_f"), depth + 1), enc.enc(list(g(v, "_a")), depth + 1),
+                    enc.enc(dict(g(v, "_k")), depth + 1)]}
+
+
+_NOT_RECORDS.update((Record, RemoteName, Deferred, Proxy, _Stand))
+
+
+class TestGlobals(dict):
+    """The tests' namespace. A name it lacks resolves, in this order, to a
+    builtin, to the standard-library module of that very name (`math` is
+    the judge's own `import math`), else to a RemoteName: never to anything
+    the program says a name is."""
+
+    def __missing__(self, name):
+        if name in builtins.__dict__ or type(name) is not str:
+            raise KeyError(name)
+        if name in sys.stdlib_module_names and not name.startswith("_"):
+            try:
+                v = self[name] = importlib.import_module(name)
+                return v
+            except BaseException:
+                pass
+        if name.startswith("__") or not name.isidentifier():
+            raise KeyError(name)
+        v = self[name] = RemoteName(name)
+        return v
+
 
 
 _code_cache = collections.OrderedDict()
@@ -948,6 +1472,10 @@ def judge_serve(ctrl):
         finally:
             os.close(chan)
         send_report(ctrl, req["id"], report)
+        if report and report[-1].get("ev") == "error":
+            # The judge's own failure: the pool replaces the slot, so
+            # nothing of this judge's state meets another job.
+            os._exit(1)
 
 
 def send_report(ctrl, job_id, report):
@@ -964,21 +1492,24 @@ def send_report(ctrl, job_id, report):
 
 
 class TestSpace:
-    """The namespace tests run in: the task's helpers (its prompt's code)
-    and setup, what the program imported, the candidate's proxy, and the
-    random seed. Built on first use, so that a job whose tests are all
-    literal call-and-compare ones never builds it; a task with setup code
-    builds it before any test (a failing setup fails every test)."""
+    """The namespace tests run in (TestGlobals): the task's helpers (its
+    prompt's code) and setup, the candidate's proxy, and the random seed.
+    Built on first use, so that a job whose tests are all literal
+    call-and-compare ones never builds it; a task with setup code builds it
+    before any test. Setup that needs the program's classes (MBPP
+    test_setup_code building a tree of the solution's Node) cannot run here:
+    the names it binds then stand for the candidate's own values (its
+    process ran the setup after the program)."""
 
     def __init__(self, payload):
-        self.payload, self.g, self.loaded, self.cand = payload, None, None, None
+        self.payload, self.g, self.cand = payload, None, None
         self.task_err = None
 
     def ns(self):
         if self.g is None:
             p = self.payload
             random.seed(int(p.get("seed", 0)))
-            g = self.g = {"__builtins__": builtins, "__name__": "__test__"}
+            g = self.g = TestGlobals(__builtins__=builtins, __name__="__test__")
             if p.get("helpers"):
                 # The task's prompt where it is code (HumanEval's defines
                 # helpers that checks call): whatever it defines before
@@ -986,22 +1517,85 @@ class TestSpace:
                 exec_helpers(p["helpers"], g)
             if p.get("setup"):
                 try:
-                    exec(cached_compile(p["setup"], "<setup>", "exec"), g)
+                    code = cached_compile(p["setup"], "<setup>", "exec")
                 except BaseException as e:
-                    self.task_err = "the task's setup code failed: %s" % test_tb(e)
-        if self.cand is not None and self.loaded is not None:
-            loaded, self.loaded = self.loaded, None
-            bind_program_names(self.g, loaded)
+                    self.task_err = "the task's setup code does not compile: %s" % test_tb(e)
+                else:
+                    try:
+                        exec(code, g)
+                    except Misuse:
+                        pass
+                    except BaseException as e:
+                        if MISUSED[0] is None:
+                            self.task_err = "the task's setup code failed: %s" % test_tb(e)
+                    MISUSED[0] = None
+                    # What the setup built from the program's names is the
+                    # candidate's (its process ran the same setup).
+                    for n in setup_names(p["setup"]):
+                        if n not in g or has_stand(dict.get(g, n)):
+                            g[n] = RemoteName(n)
+        if self.cand is not None and "candidate" not in self.g:
             entry = self.cand._name
             self.g[entry] = self.g["candidate"] = self.cand
             self.g["__murphy_args__"] = lambda *a, **k: (a, k)
         return self.g
+
+    def resolve(self, qualname):
+        """The task's own class of a record's name (the task's helpers
+        define a ListNode that the program's answer is built from), else
+        None: a Record."""
+        g = self.ns()
+        parts = qualname.split(".")
+        obj = dict.get(g, parts[0])
+        try:
+            for p in parts[1:]:
+                obj = obj.__dict__[p] if isinstance(obj, type) else None
+        except KeyError:
+            return None
+        if isinstance(obj, type) and type(obj) is type and _is_record_type(obj):
+            return obj
+        return None
+
+
+def has_stand(v, depth=0):
+    """Whether a value of the setup holds a stand-in for the program's."""
+    if isinstance(v, _Stand):
+        return True
+    if depth > 20:
+        return False
+    t = type(v)
+    if t in (list, tuple, set, frozenset, collections.deque):
+        return any(has_stand(x, depth + 1) for x in v)
+    if t is dict:
+        return any(has_stand(k, depth + 1) or has_stand(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def setup_names(src):
+    """The names the setup binds at its top level."""
+    def build():
+        names = set()
+        for node in ast.parse(src, "<setup>", "exec").body:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+                elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(sub.name)
+                elif isinstance(sub, ast.alias):
+                    names.add((sub.asname or sub.name).split(".")[0])
+        return tuple(sorted(names))
+    try:
+        return cached((src, "<setup>", "names"), build)
+    except SyntaxError:
+        return ()
 
 
 def judge_job(report, payload, conn):
     """Runs one job's tests against the candidate, appending events to report."""
     entry = payload.get("entry_point") or ""
     space = TestSpace(payload)
+    conn.resolve = space.resolve
+    MISUSED[0] = None
     if payload.get("setup"):
         space.ns()
     try:
@@ -1022,7 +1616,7 @@ def judge_job(report, payload, conn):
         report.append({"ev": "done", "gone": True})
         return
     report.append({"ev": "load", "loaded": True})
-    space.loaded, space.cand = first, Proxy(conn, entry)
+    space.cand = Proxy(conn, entry)
     tests = payload.get("tests") or []
     i = 0
     while i < len(tests):
@@ -1055,66 +1649,47 @@ def exec_helpers(src, g):
             exec(code, g)
         except BaseException:
             pass
+        MISUSED[0] = None
         return
 
 
-def bind_program_names(g, loaded):
-    """Makes what the program imported visible to the tests (MBPP tests
-    run in the program's namespace and use its `import math`) without any
-    object of the program: a module it imported is imported again by the
-    judge (standard library only), and a function it imported is taken from
-    that module. Names the task defines and builtins win. Of the functions
-    the program defined, only the entry point is callable (a proxy): a test
-    never trusts the program for a helper such as its own isclose."""
-    def free(n):
-        return type(n) is str and n.isidentifier() and n not in g and n not in builtins.__dict__
-
-    def stdlib(mod):
-        return type(mod) is str and mod.split(".")[0] in sys.stdlib_module_names and not mod.startswith("_")
-
-    mods = loaded.get("modules")
-    for n, mod in (mods.items() if type(mods) is dict else ()):
-        if free(n) and stdlib(mod):
-            try:
-                g[n] = importlib.import_module(mod)
-            except BaseException:
-                pass
-    imps = loaded.get("imports")
-    for n, ref in (imps.items() if type(imps) is dict else ()):
-        if free(n) and type(ref) is list and len(ref) == 2 and stdlib(ref[0]) and type(ref[1]) is str:
-            try:
-                obj = importlib.import_module(ref[0])
-                for part in ref[1].split("."):
-                    if not part.isidentifier() or part.startswith("_"):
-                        raise AttributeError(part)
-                    obj = getattr(obj, part)
-                g[n] = obj
-            except BaseException:
-                pass
-
-
-def judged(fn):
+def judged(fn, conn):
     """The test event fields for running fn, which returns them; raises
     CandidateGone when the program went away meanwhile. Nothing the program
-    sent can make this the judge's failure."""
+    sent can make this the judge's failure, and what a test's code caught
+    does not change what happened: a candidate that went away, answered
+    with what is not a value, or a test that used the program's names as
+    values decide the test."""
+    MISUSED[0] = None
     try:
-        return fn()
+        ev = fn()
     except CandidateFailed as e:
-        return dict(e.info, status=e.status)
+        ev = dict(e.info, status=e.status)
     except TaskError as e:
-        return {"status": "task", "tb": str(e)[:4000]}
+        ev = {"status": "task", "tb": str(e)[:4000]}
     except MemoryError:
         # What the program returned does not fit the judge's memory.
         gc.collect()
-        return {"status": "error", "kind": "memory", "type": "MemoryError",
-                "tb": "the value the program returned exhausted the judge's memory"}
+        ev = {"status": "error", "kind": "memory", "type": "MemoryError",
+              "tb": "the value the program returned exhausted the judge's memory"}
     except CandidateGone:
         raise
     except BaseException as e:
         # An assertion, or the test's own code raising on a value the
         # program returned (comparing a list with an int): the program's
         # answer is wrong, not the task.
-        return {"status": "wrong", "tb": test_tb(e)}
+        ev = {"status": "wrong", "tb": test_tb(e)}
+    if conn.gone:
+        raise CandidateGone()
+    if ev is None and MISUSED[0] is None and conn.notplain is None:
+        return None
+    if conn.notplain is not None:
+        ev = dict(conn.notplain, status="notplain")
+        conn.notplain = None
+    if MISUSED[0] is not None:
+        ev = {"status": "task", "tb": MISUSED[0]}
+        MISUSED[0] = None
+    return ev
 
 
 def run_group(report, tests, i, j, space, conn):
@@ -1125,27 +1700,37 @@ def run_group(report, tests, i, j, space, conn):
 
     if tests[i].get("kind") != "value":
         try:
-            ev = judged(task_failed if space.task_err is not None else lambda: run_test(tests[i], space.ns()))
+            ev = judged(task_failed if space.task_err is not None else lambda: run_test(tests[i], space.ns()), conn)
         except CandidateGone:
             report.append({"ev": "gone", "i": i})
             return False
         report.append(dict(ev, ev="test", i=i))
         return True
-    # Every call of the batch goes out in one frame; arguments that fail to
-    # evaluate (or call the program, and it fails) are that test's result.
+    # Every call of the batch goes out in one frame. Arguments whose text
+    # is a literal go as data; others as their text, evaluated in the
+    # candidate's namespace (Pair(5, 24), int, a setup variable).
     calls, results = [], {}
     entry = space.cand._name
 
     def add_call(k):
         msg = literal_call(entry, tests[k]["args"])
         if msg is False:
-            args, kwargs = eval_args(tests[k], space.ns())
-            msg = call_msg(entry, args, kwargs)
+            # Evaluated here, from the task's names; the program's names
+            # in them (Pair(5, 24), a variable of its setup) travel as
+            # stand-ins its process resolves. What cannot travel as data
+            # (a lambda) goes as the text, evaluated in its namespace.
+            try:
+                args, kwargs = judge_args(tests[k], space.ns())
+                enc = Encoder(remote=encode_remote)
+                msg = [entry, enc.enc(list(args)), enc.enc(dict(kwargs))]
+            except (NotPlain, Misuse):
+                MISUSED[0] = None
+                msg = {"f": entry, "src": tests[k]["args"]}
         calls.append(msg)
 
     for k in range(i, j):
         try:
-            ev = judged(task_failed if space.task_err is not None else lambda: add_call(k))
+            ev = judged(task_failed if space.task_err is not None else lambda: add_call(k), conn)
         except CandidateGone:
             report.append({"ev": "gone", "i": k})
             return False
@@ -1160,7 +1745,7 @@ def run_group(report, tests, i, j, space, conn):
     for k in range(i, j):
         if k not in results:
             try:
-                results[k] = judged(lambda: compare(conn.result(), tests[k], space))
+                results[k] = judged(lambda: compare(conn.result(), tests[k], space), conn)
             except CandidateGone:
                 report.append({"ev": "gone", "i": k})
                 return False
@@ -1172,10 +1757,10 @@ def test_tb(e):
     return "".join(traceback.format_exception_only(e)).strip()[-2000:]
 
 
-def eval_args(t, g):
+def judge_args(t, g):
     try:
         return eval(cached_compile("__murphy_args__(" + t["args"] + "\n)", "<test>", "eval"), g)
-    except (CandidateGone, CandidateFailed):
+    except (CandidateGone, CandidateFailed, Misuse):
         raise
     except BaseException as e:
         raise TaskError("the test's arguments do not evaluate: %s" % test_tb(e))
@@ -1218,6 +1803,8 @@ def run_test(t, g):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--judge"]:
+        judge_process()
     # --cold skips the preloading (a sandbox started for a single job).
     warm_up("--cold" in sys.argv[1:])
     serve()

@@ -300,7 +300,7 @@ func TestArgumentsCallingTheProgram(t *testing.T) {
 		{Kind: TestValue, Args: "1", Expected: "1"},
 		{Kind: TestAssert, Code: "g() == 1"},
 	}})
-	if res.Tests[2].Passed || res.Tests[2].Err == nil || !strings.Contains(res.Tests[2].Err.Traceback, "NameError") {
+	if res.Tests[2].Passed || res.Tests[2].Err == nil || res.Tests[2].Err.Kind != "task" || !strings.Contains(res.Tests[2].Err.Traceback, "program's") {
 		t.Errorf("a program-defined helper was callable: %+v", res.Tests[2])
 	}
 	if res.SandboxError != "" || res.Tests[0].Passed || res.Tests[0].Err == nil || res.Tests[0].Err.Type != "ValueError" || !res.Tests[1].Passed {

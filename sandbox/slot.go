@@ -85,6 +85,9 @@ func bwrapArgs(cfg *Config, dir string, uid, judgeUID int) []string {
 	return append(a,
 		"--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.Itoa(cfg.TmpSizeMB<<20), "--tmpfs", "/tmp",
+		// /opt readable by every uid: the judge's uid executes the
+		// harness again (a fresh interpreter, see SECURITY.md).
+		"--perms", "0755", "--dir", "/opt",
 		"--ro-bind", dir, harnessMount,
 		"--clearenv",
 		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",

@@ -212,8 +212,15 @@ static int count_uid(const char *name, void *arg)
 	if (read_small(path, status, sizeof status) < 0)
 		return 0; /* gone meanwhile */
 	const char *u = strstr(status, "\nUid:");
-	if (u != NULL && strtol(u + 5, NULL, 10) == s->uid)
-		s->found++;
+	if (u == NULL || strtol(u + 5, NULL, 10) != s->uid)
+		return 0;
+	/* A child of ours (a clone(CLONE_PARENT) sibling of the job's
+	 * process has the fork server as its parent): reaped here, so a
+	 * zombie of it never counts as a survivor. */
+	const char *pp = strstr(status, "\nPPid:");
+	if (pp != NULL && strtol(pp + 6, NULL, 10) == (long)own_pids[1] && waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)
+		return 0;
+	s->found++;
 	return 0;
 }
 
@@ -466,19 +473,14 @@ struct arena_allocator {
 
 #define HUGE_SIZE (2UL << 20)
 #define ARENA_REGION (64UL << 20)
-#define MAX_FREE_ARENAS 64
 
 static char *region, *region_end, *region_next;
-static void *free_arenas[MAX_FREE_ARENAS];
-static int nfree_arenas;
 static int in_job; /* set in a job's process: its arenas are ordinary mappings */
 
 static void *arena_alloc(void *ctx, size_t size)
 {
 	(void)ctx;
 	if (!in_job && region != NULL) {
-		if (nfree_arenas > 0)
-			return free_arenas[--nfree_arenas];
 		if ((size_t)(region_end - region_next) >= size) {
 			void *p = region_next;
 			region_next += size;
@@ -493,9 +495,11 @@ static void arena_free(void *ctx, void *ptr, size_t size)
 {
 	(void)ctx;
 	if ((char *)ptr >= region && (char *)ptr < region_end) {
+		/* Returned to the kernel and never handed out again: CPython
+		 * frees more than its arenas through this allocator (3.11's
+		 * data-stack chunks, of other sizes), so a freed block is no
+		 * arena to reuse. */
 		madvise(ptr, size, MADV_DONTNEED);
-		if (!in_job && nfree_arenas < MAX_FREE_ARENAS)
-			free_arenas[nfree_arenas++] = ptr;
 		return;
 	}
 	munmap(ptr, size);

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -281,10 +282,13 @@ var decimalToken = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]
 
 // outputsMatch compares program output with the expected output after
 // normalising whitespace. Tokens that differ as text compare as numbers
-// when both are decimal numbers and either the task sets a tolerance (any
-// two numbers, as LiveCodeBench's checker: "2.000000000" is 2) or the
-// expected token has a fraction or exponent (the default tolerance):
-// absolute, or relative to the expected value's magnitude.
+// when both are decimal numbers. An expected token with a fraction or
+// exponent is a float: within the tolerance (the task's, else the
+// default), absolute or relative to the expected value's magnitude. An
+// expected integer has no tolerance: where the task sets one, a decimal
+// token of exactly that value passes (LiveCodeBench's checker:
+// "2.000000000" is 2), "2.0000001" does not; without one only the
+// integer's own text passes.
 func outputsMatch(actual, expected string, tol float64) bool {
 	a, e := strings.Fields(actual), strings.Fields(expected)
 	if len(a) != len(e) {
@@ -301,8 +305,19 @@ func outputsMatch(actual, expected string, tol float64) bool {
 		if !decimalToken.MatchString(a[i]) || !decimalToken.MatchString(e[i]) {
 			return false
 		}
-		if !set && !strings.ContainsAny(e[i], ".eE") {
-			return false
+		if !strings.ContainsAny(e[i], ".eE") {
+			// An integer answer has no tolerance: the token must be
+			// that integer exactly ("2.000000000" is 2, "2.0000001" is
+			// not), even where the task sets a tolerance.
+			if !set {
+				return false
+			}
+			x, ok1 := new(big.Rat).SetString(a[i])
+			y, ok2 := new(big.Rat).SetString(e[i])
+			if !ok1 || !ok2 || x.Cmp(y) != 0 {
+				return false
+			}
+			continue
 		}
 		x, err1 := strconv.ParseFloat(a[i], 64)
 		y, err2 := strconv.ParseFloat(e[i], 64)

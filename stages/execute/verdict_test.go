@@ -21,6 +21,10 @@ func TestOutputsMatch(t *testing.T) {
 		{"2.0000001", "2.0", 0, true},
 		{"2.1", "2.0", 0, false},
 		{"2.000000000", "2", 0, false},   // an integer expected, no tolerance set
+		{"2.000000000", "2", 1e-6, true}, // an integer expected: the same value as a decimal
+		{"3.0000001", "3", 1e-6, false},  // an integer expected: no tolerance
+		{"9007199254740993.0", "9007199254740993", 1e-6, true},
+		{"9007199254740992", "9007199254740993", 1e-6, false},
 		{"2.000000000", "2", 1e-6, true}, // the task sets one: numbers compare as numbers
 		{"2.000000000 2.5", "2 2.5", 1e-6, true},
 		{"1e0", "1", 1e-6, true},
