@@ -32,6 +32,11 @@ type cgroups struct {
 	cpuSlots map[int]string
 	oom      map[int]int64
 	base     map[int]int64 // anonymous + shared memory right after the slot started
+	// jobs: the slot's job group (its sandbox's processes but the judge);
+	// judges: the judge's own group (cgroup v2; v1 keeps it in the slot's).
+	jobs     map[int]string
+	judges   map[int]string
+	judgeAS  map[int]int64 // the judge's RLIMIT_AS: the most it can hold
 	disabled bool
 	files    openFiles // the groups' files read per job, kept open
 }
@@ -97,7 +102,8 @@ func newCgroups(memoryMB, procs int) *cgroups {
 // and this process, so that several sets of slots never share a group.
 func newCgroupsTagged(tag string, memoryMB, procs int) *cgroups {
 	c := &cgroups{memoryMB: memoryMB, procs: procs, slots: map[int]string{}, pidSlots: map[int]string{},
-		cpuSlots: map[int]string{}, oom: map[int]int64{}, base: map[int]int64{}}
+		cpuSlots: map[int]string{}, oom: map[int]int64{}, base: map[int]int64{},
+		jobs: map[int]string{}, judges: map[int]string{}, judgeAS: map[int]int64{}}
 	if memoryMB <= 0 {
 		c.disabled = true
 		return c
@@ -195,6 +201,13 @@ func (c *cgroups) attach(slot, rootPID int) {
 		return
 	}
 	c.files.closeUnder(dir)
+	delete(c.jobs, slot)
+	delete(c.judges, slot)
+	if c.v2 {
+		// A replaced slot's groups: processes may join the slot's group
+		// again only without controllers for children.
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("-memory"), 0)
+	}
 	limit := strconv.FormatInt(int64(c.memoryMB)<<20, 10)
 	var err error
 	if c.v2 {
@@ -290,19 +303,124 @@ func (c *cgroups) pids(slot int) ([]int, bool) {
 	if !ok {
 		return nil, false
 	}
-	// Read afresh each time: cgroup v1 keeps the pid list it built for
-	// an open file and serves it again to later reads of that file.
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil, false
+	c.mu.Lock()
+	dirs := []string{dir}
+	for _, d := range []string{c.jobs[slot], c.judges[slot]} {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
 	}
+	c.mu.Unlock()
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
+	for i, d := range dirs {
+		// Read afresh each time: cgroup v1 keeps the pid list it built for
+		// an open file and serves it again to later reads of that file.
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			if i == 0 {
+				return nil, false
+			}
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
 		}
 	}
 	return out, true
+}
+
+// splitJob moves the slot's processes but the judge into the slot's job
+// group, whose memory limit is set per job (jobMemory), and the judge out
+// of it (cgroup v2: its own group; v1: the slot's): a job's memory is
+// every process of the job, and never the judge's. False when the groups could not be made: the slot
+// must not run jobs then.
+func (c *cgroups) splitJob(slot, judgePID int, judgeAS int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir, ok := c.slots[slot]
+	if !ok {
+		return true // no cgroup at all: rlimits only
+	}
+	job := filepath.Join(dir, "job")
+	if os.MkdirAll(job, 0o755) != nil {
+		return false
+	}
+	judge := dir
+	if c.v2 {
+		judge = filepath.Join(dir, "judge")
+		if os.MkdirAll(judge, 0o755) != nil {
+			return false
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return false
+	}
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		to := job
+		if pid == judgePID {
+			to = judge
+		}
+		if to != dir && os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(f), 0) != nil && procAlive(pid) {
+			return false
+		}
+	}
+	if c.v2 {
+		if os.WriteFile(filepath.Join(judge, "cgroup.procs"), []byte(strconv.Itoa(judgePID)), 0) != nil {
+			return false
+		}
+		if os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory"), 0) != nil {
+			return false
+		}
+	}
+	c.files.closeUnder(job)
+	c.jobs[slot] = job
+	c.judgeAS[slot] = judgeAS
+	if c.v2 {
+		c.judges[slot] = judge
+	}
+	c.oom[slot] = c.readOOM(dir) + c.readOOM(job)
+	return true
+}
+
+func procAlive(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+// jobMemory limits the slot's job group to what it holds now (the idle
+// worker) plus bytes: the memory of every process of the next job
+// together.
+func (c *cgroups) jobMemory(slot int, bytes int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	job, ok := c.jobs[slot]
+	if !ok {
+		return false
+	}
+	usage, limit := "memory.usage_in_bytes", "memory.limit_in_bytes"
+	if c.v2 {
+		usage, limit = "memory.current", "memory.max"
+	}
+	b, err := c.files.read(filepath.Join(job, usage))
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return false
+	}
+	// Never more than the slot's limit leaves beside the most the judge
+	// can hold: the job alone can then never start an OOM kill of the
+	// slot's group, the only one the judge is in.
+	lim := min(n+bytes, int64(c.memoryMB)<<20-c.judgeAS[slot])
+	return os.WriteFile(filepath.Join(job, limit), []byte(strconv.FormatInt(lim, 10)), 0) == nil
 }
 
 // leaked returns how far the slot's anonymous and shared memory stays above
@@ -386,6 +504,9 @@ func (c *cgroups) oomKilled(slot int) bool {
 		return false
 	}
 	n := c.readOOM(dir)
+	if job := c.jobs[slot]; job != "" && !c.v2 {
+		n += c.readOOM(job) // v1 counts a kill in the group it happened in
+	}
 	killed := n > c.oom[slot]
 	c.oom[slot] = n
 	return killed
@@ -395,6 +516,12 @@ func (c *cgroups) remove() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var dirs []string
+	for _, d := range c.jobs {
+		dirs = append(dirs, d)
+	}
+	for _, d := range c.judges {
+		dirs = append(dirs, d)
+	}
 	for _, d := range c.slots {
 		dirs = append(dirs, d)
 	}
@@ -422,6 +549,7 @@ func (c *cgroups) remove() {
 		os.Remove(c.cpuRoot)
 	}
 	c.slots, c.pidSlots, c.cpuSlots = map[int]string{}, map[int]string{}, map[int]string{}
+	c.jobs, c.judges = map[int]string{}, map[int]string{}
 }
 
 // processTree returns root and all its descendants.

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -390,6 +392,26 @@ func (p *Pool) start(ctx context.Context, ps *poolSlot) error {
 	}
 	s.devNull = p.devNull
 	p.cg.attach(ps.id, s.cmd.Process.Pid)
+	// The judge: out of the job's memory group (a job's OOM kill never
+	// chooses it), and, where the host may (CAP_SYS_RESOURCE), at an
+	// oom_score_adj of -1000, which no process of the sandbox can set for
+	// itself.
+	judge := 0
+	for _, pid := range processTree(s.cmd.Process.Pid) {
+		if uid, _, ok := procOwner(pid); ok && uid == ps.judge.uid {
+			judge = pid
+		}
+	}
+	judgeAS, ok := addressLimit(judge)
+	if judge == 0 || !ok || !p.cg.splitJob(ps.id, judge, judgeAS) {
+		s.stop()
+		return fmt.Errorf("sandbox: the judge (pid %d) could not be set apart from the job", judge)
+	}
+	_ = os.WriteFile("/proc/"+strconv.Itoa(judge)+"/oom_score_adj", []byte("-1000"), 0)
+	if p.cg.active() {
+		id := ps.id
+		s.jobMemory = func(bytes int64) bool { return p.cg.jobMemory(id, bytes) }
+	}
 	if _, ok := p.cg.cpu(ps.id); ok {
 		id := ps.id
 		s.cpu = func() (time.Duration, bool) { return p.cg.cpu(id) }
@@ -431,8 +453,15 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 	lim := job.Limits.withDefaults(p.cfg.Limits)
 	res := ps.s.run(ctx, job, lim)
 	res.Limits = lim
-	if oom := p.cg.oomKilled(ps.id); oom && res.SandboxError == "" {
+	if oom := p.cg.oomKilled(ps.id); oom {
+		// Whichever process the kernel chose, an OOM kill during the job
+		// is the job's verdict: a program cannot trade its verdict for
+		// "no verdict" by aiming the killer at the worker. (A killed
+		// worker still replaces the slot: s.broken is set.)
 		res.MemoryKilled = true
+		if res.SandboxErrorKind == topics.SandboxErrorWorker || res.SandboxErrorKind == topics.SandboxErrorHarness {
+			res.SandboxError, res.SandboxErrorKind = "", ""
+		}
 	}
 	if n := p.cg.leaked(ps.id, leakLimit); n > leakLimit && ps.s.broken == "" {
 		ps.s.broken = fmt.Sprintf("the slot holds %d MiB more than at start after a job", n>>20)
@@ -446,6 +475,28 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// addressLimit is a process's RLIMIT_AS (the most memory it can hold).
+func addressLimit(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0, false
+			}
+			if f[0] == "unlimited" {
+				return 1 << 62, true
+			}
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // Size is the number of sandboxes.

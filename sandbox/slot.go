@@ -67,6 +67,9 @@ type slot struct {
 	// pids lists its processes.
 	cpu  func() (time.Duration, bool)
 	pids func() ([]int, bool)
+	// jobMemory limits the next job's processes together (nil without a
+	// cgroup: each process's RLIMIT_AS only).
+	jobMemory func(bytes int64) bool
 }
 
 const harnessMount = "/opt/murphy"
@@ -621,6 +624,9 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
 			return res
 		}
+	}
+	if s.jobMemory != nil && !s.jobMemory(int64(lim.MemoryMB)<<20) {
+		return fail(topics.SandboxErrorInternal, "the job's memory limit could not be set")
 	}
 	// program, stdout, stderr, stdin when the job has any (else the pool's
 	// /dev/null), and for a stdio program its hints (a function job's
