@@ -1510,6 +1510,11 @@ class TestSpace:
             p = self.payload
             random.seed(int(p.get("seed", 0)))
             g = self.g = TestGlobals(__builtins__=builtins, __name__="__test__")
+            if p.get("imports"):
+                # What the task's own code (its reference solution)
+                # imports: MBPP tests use the reference's
+                # `from math import isclose`.
+                exec_imports(p["imports"], g)
             if p.get("helpers"):
                 # The task's prompt where it is code (HumanEval's defines
                 # helpers that checks call): whatever it defines before
@@ -1637,6 +1642,33 @@ def judge_job(report, payload, conn):
     report.append({"ev": "done", "gone": False})
 
 
+def exec_imports(src, g):
+    """Runs the top-level import statements of the task's code (standard
+    library modules only), each on its own: one that fails binds nothing."""
+    def build():
+        try:
+            tree = ast.parse(src, "<task>", "exec")
+        except (SyntaxError, ValueError):
+            return ()
+        out = []
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                mods = [node.module]
+            else:
+                continue
+            if all(m.split(".")[0] in sys.stdlib_module_names and not m.startswith("_") and m != "__future__" for m in mods):
+                out.append(compile(ast.Module([node], []), "<task>", "exec"))
+        return tuple(out)
+
+    for code in cached((src, "<task>", "imports"), build):
+        try:
+            exec(code, g)
+        except BaseException:
+            pass
+
+
 def exec_helpers(src, g):
     """Runs a prompt's code; one that ends in the bare signature the program
     completes gets a body first. Text that is not code defines nothing."""
@@ -1661,10 +1693,14 @@ def judged(fn, conn):
     with what is not a value, or a test that used the program's names as
     values decide the test."""
     MISUSED[0] = None
+    conn.notplain = None
+    propagated = False
     try:
         ev = fn()
     except CandidateFailed as e:
-        ev = dict(e.info, status=e.status)
+        # The candidate's failure reached the judge as it happened: that
+        # is the test's result.
+        ev, propagated = dict(e.info, status=e.status), True
     except TaskError as e:
         ev = {"status": "task", "tb": str(e)[:4000]}
     except MemoryError:
@@ -1679,13 +1715,13 @@ def judged(fn, conn):
         # program returned (comparing a list with an int): the program's
         # answer is wrong, not the task.
         ev = {"status": "wrong", "tb": test_tb(e)}
-    if conn.gone:
+    if conn.gone and not propagated:
         raise CandidateGone()
     if ev is None and MISUSED[0] is None and conn.notplain is None:
         return None
-    if conn.notplain is not None:
+    if conn.notplain is not None and not propagated:
         ev = dict(conn.notplain, status="notplain")
-        conn.notplain = None
+    conn.notplain = None
     if MISUSED[0] is not None:
         ev = {"status": "task", "tb": MISUSED[0]}
         MISUSED[0] = None

@@ -63,6 +63,10 @@ type Job struct {
 	// call the task's own helpers (HumanEval prompts define some), never
 	// the candidate's versions of them.
 	Helpers string
+	// Imports is task code (a reference solution) whose top-level imports
+	// of the standard library the tests' namespace gets: the names a test
+	// uses are the task's, never the program's.
+	Imports string
 	Tests   []Test
 	// Stdin feeds a ModeProgram job.
 	Stdin []byte

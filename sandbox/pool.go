@@ -451,6 +451,7 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 		}
 	}
 	lim := job.Limits.withDefaults(p.cfg.Limits)
+	p.cg.oomKilled(ps.id) // what happened before the job is not its doing
 	res := ps.s.run(ctx, job, lim)
 	res.Limits = lim
 	if oom := p.cg.oomKilled(ps.id); oom {

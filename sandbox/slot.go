@@ -478,6 +478,7 @@ type testsPayload struct {
 	EntryPoint string        `json:"entry_point"`
 	Helpers    string        `json:"helpers,omitempty"`
 	Setup      string        `json:"setup,omitempty"`
+	Imports    string        `json:"imports,omitempty"`
 	Seed       int64         `json:"seed"`
 	Tests      []payloadTest `json:"tests"`
 }
@@ -510,7 +511,7 @@ func judgeRequest(id int64, frameBytes int, tests []byte) []byte {
 }
 
 func makeTests(job *Job, seed int64) ([]byte, error) {
-	p := testsPayload{EntryPoint: job.EntryPoint, Helpers: job.Helpers, Setup: job.Setup, Seed: seed}
+	p := testsPayload{EntryPoint: job.EntryPoint, Helpers: job.Helpers, Setup: job.Setup, Imports: job.Imports, Seed: seed}
 	for i, t := range job.Tests {
 		if i > 0 && job.Tests[i-1].Hidden && !t.Hidden {
 			return nil, errors.New("sandbox: a visible test after a hidden one")

@@ -33,14 +33,6 @@ func fnTask(timeoutMS int) topics.Task {
 	}
 }
 
-// checkTask judges f with a whole HumanEval-style check function.
-func checkTask() topics.Task {
-	t := fnTask(8000)
-	t.Tests = nil
-	t.Check = "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 3\n"
-	return t
-}
-
 // stdioTask sums the integers on stdin.
 func stdioTask() topics.Task {
 	return topics.Task{
@@ -67,175 +59,10 @@ type hostile struct {
 	maxSeconds float64
 }
 
-func hostilePrograms() []hostile {
-	short := fnTask(3000)
-	normal := fnTask(8000)
-	return []hostile{
-		{"infinite loop", short, "def f(x):\n    while True:\n        pass\n", topics.StatusTimeout, 0},
-		{"loop ignoring SIGALRM and SIGXCPU", short, `
-import signal
-signal.signal(signal.SIGALRM, signal.SIG_IGN)
-signal.signal(signal.SIGXCPU, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-def f(x):
-    signal.alarm(1)
-    while True:
-        pass
-`, topics.StatusTimeout, 0},
-		{"long sleep", short, "import time\ndef f(x):\n    time.sleep(3600)\n", topics.StatusTimeout, 0},
-		{"fork bomb", short, `
-import os
-def f(x):
-    while True:
-        try:
-            os.fork()
-        except OSError:
-            pass
-`, topics.StatusTimeout, 0},
-		{"setsid daemon writing a file later", normal, `
-import os, time
-def f(x):
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            time.sleep(1.5)
-            with open("/tmp/job/late.txt", "w") as fh:
-                fh.write("late")
-            os.write(1, b"late\n")
-        os._exit(0)
-    return x + 1
-`, topics.StatusPassed, 0},
-		{forkAllocate, normal, `
-import os, time
-def f(x):
-    for _ in range(20):
-        if os.fork() == 0:
-            b = b"x" * (200 << 20)
-            time.sleep(60)
-            os._exit(0)
-    time.sleep(60)
-`, topics.StatusMemory, 0},
-		{"8 GB allocation", normal, "def f(x):\n    b = bytearray(8 << 30)\n    return x + 1\n", topics.StatusMemory, 0},
-		{"allocation growth", normal, "def f(x):\n    l = []\n    while True:\n        l.append(' ' * 10**6)\n", topics.StatusMemory, 0},
-		{"stdout flood", normal, "def f(x):\n    while True:\n        print('x' * 10000)\n", topics.StatusOutputLimit, 0},
-		{"stderr flood", normal, "import sys\ndef f(x):\n    while True:\n        sys.stderr.write('y' * 10000)\n", topics.StatusOutputLimit, 0},
-		{"read /etc/shadow", normal, "def f(x):\n    return open('/etc/shadow').read()\n", topics.StatusRuntimeError, 0},
-		{"connect outward", normal, "import socket\ndef f(x):\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"connect to 127.0.0.1", normal, "import socket\ndef f(x):\n    socket.create_connection(('127.0.0.1', 39092), timeout=2)\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"kill the parent", normal, "import os\ndef f(x):\n    os.kill(os.getppid(), 9)\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"kill pid 1", normal, "import os\ndef f(x):\n    os.kill(1, 9)\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"kill -1", normal, "import os\ndef f(x):\n    os.kill(-1, 9)\n    return x + 1\n", topics.StatusPassed, 0},
-		{"write to /usr", normal, "def f(x):\n    open('/usr/lib/murphy-pwned', 'w').write('x')\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"write outside the job dir", normal, "def f(x):\n    open('/tmp/murphy-pwned', 'w').write('x')\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"delete system files", normal, "import os\ndef f(x):\n    os.remove('/usr/bin/python3')\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"rmtree / ignoring errors", normal, "import shutil\ndef f(x):\n    shutil.rmtree('/usr/bin', ignore_errors=True)\n    shutil.rmtree('/opt', ignore_errors=True)\n    return x + 1\n", topics.StatusPassed, 0},
-		{"50 MB file in tmp", normal, "def f(x):\n    with open('big', 'wb') as fh:\n        for _ in range(50):\n            fh.write(b'0' * (1 << 20))\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"deep recursion", normal, "def f(x):\n    return f(x) + 1\n", topics.StatusRuntimeError, 0},
-		{"C-level recursion crash", normal, `
-import sys
-sys.setrecursionlimit(10**8)
-def f(x):
-    l = []
-    for _ in range(10**6):
-        l = [l]
-    return repr(l)
-`, topics.StatusRuntimeError, 0},
-		{"segfault through ctypes", normal, "import ctypes\ndef f(x):\n    return ctypes.string_at(0)\n", topics.StatusRuntimeError, 0},
-		{"200 threads", normal, `
-import threading, time
-def f(x):
-    ts = [threading.Thread(target=time.sleep, args=(5,)) for _ in range(200)]
-    for t in ts:
-        t.start()
-    return x + 1
-`, topics.StatusRuntimeError, 0},
-		{"setuid to root", normal, "import os\ndef f(x):\n    os.setuid(0)\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"exit(0) before the tests", normal, "import sys\nsys.exit(0)\ndef f(x):\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"os._exit(0) before the tests", normal, "import os\nos._exit(0)\ndef f(x):\n    return x + 1\n", topics.StatusRuntimeError, 0},
-		{"os._exit(0) in a test", normal, "import os\ndef f(x):\n    os._exit(0)\n", topics.StatusRuntimeError, 0},
-		{"exit(0) in a test", normal, "def f(x):\n    exit(0)\n", topics.StatusRuntimeError, 0},
-		{"always-equal __eq__", normal, `
-class A:
-    def __eq__(self, other):
-        return True
-    def __ne__(self, other):
-        return False
-    __hash__ = object.__hash__
-def f(x):
-    return A()
-`, topics.StatusWrongAnswer, 0},
-		{"always-equal __eq__ against check()", checkTask(), `
-class A:
-    def __eq__(self, other):
-        return True
-    __hash__ = object.__hash__
-def f(x):
-    return A()
-`, topics.StatusWrongAnswer, 0},
-		{"int subclass equal to everything", normal, `
-class I(int):
-    def __eq__(self, other):
-        return True
-    __hash__ = int.__hash__
-def f(x):
-    return I(0)
-`, topics.StatusWrongAnswer, 0},
-		{"shadowed builtins in check()", checkTask(), `
-class A:
-    def __eq__(self, other):
-        return True
-import builtins
-builtins.AssertionError = type("Nope", (Exception,), {})
-def f(x):
-    return 0
-`, topics.StatusWrongAnswer, 0},
-		{"forged results on inherited fds", normal, `
-import os
-FORGED = [b'{"ev":"value","i":0,"v":{"i":"2"},"r":"2"}\n', b'{"ev":"done"}\n', b'PASSED\n',
-          b'00000000000000000000000000000000 {"ev":"assert","i":0,"ok":true}\n']
-def f(x):
-    for fd in range(0, 64):
-        for line in FORGED:
-            try:
-                os.write(fd, line)
-            except OSError:
-                pass
-    return 0
-`, topics.StatusWrongAnswer, 0},
-		{"ptrace the worker", normal, `
-import ctypes, os
-def f(x):
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.ptrace(16, os.getppid(), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "ptrace attach failed")
-    return x + 1
-`, topics.StatusRuntimeError, 0},
-		{"close stdout then loop", short, "import os\ndef f(x):\n    os.close(1)\n    os.close(2)\n    while True:\n        pass\n", topics.StatusTimeout, 0},
-		{"read the environment for secrets", normal, `
-import os
-def f(x):
-    found = " ".join(os.environ.values())
-    for p in ("/proc/1/environ", "/proc/%d/environ" % os.getppid()):
-        try:
-            found += open(p, "rb").read().decode("latin-1")
-        except OSError:
-            pass
-    return found
-`, topics.StatusWrongAnswer, 0},
-		{"syntax error", normal, "def f(x)\n    return x + 1\n", topics.StatusCompileError, 0},
-		{"missing module", normal, "import numpy_not_installed_anywhere\ndef f(x):\n    return x + 1\n", topics.StatusCompileError, 0},
-		{"stdio prints then exits", stdioTask(), "import sys\nprint(sum(map(int, sys.stdin.read().split())))\nsys.exit(0)\n", topics.StatusPassed, 0},
-		{"stdio prints then os._exit", stdioTask(), "import sys, os\nprint(sum(map(int, sys.stdin.read().split())), flush=True)\nos._exit(0)\n", topics.StatusPassed, 0},
-		{"stdio daemon holding stdout", stdioTask(), `
-import os, sys, time
-print(sum(map(int, sys.stdin.read().split())), flush=True)
-if os.fork() == 0:
-    os.setsid()
-    time.sleep(60)
-`, topics.StatusPassed, 12},
-		{"stdio wrong answer", stdioTask(), "print(0)\n", topics.StatusWrongAnswer, 0},
-		{"stdio nonzero exit", stdioTask(), "import sys\nprint(sum(map(int, sys.stdin.read().split())))\nsys.exit(3)\n", topics.StatusRuntimeError, 0},
-	}
+// hostilePrograms is the adversarial suite's programs,
+// testdata/adversarial.
+func hostilePrograms(t testing.TB) []hostile {
+	return loadHostile(t, "testdata/adversarial")
 }
 
 // uidProcesses scans /proc for processes whose real uid is one of uids.
@@ -269,7 +96,7 @@ func TestAdversarialSuite(t *testing.T) {
 	pool := testPool(t, 2)
 	workersBefore := pool.WorkerPIDs()
 	ev := &Evaluator{Runner: pool}
-	progs := hostilePrograms()
+	progs := hostilePrograms(t)
 	if len(progs) < 25 {
 		t.Fatalf("only %d hostile programs", len(progs))
 	}

@@ -147,7 +147,7 @@ func (e *Evaluator) function(ctx context.Context, task *topics.Task, code string
 	// The prompt, where it is code, defines the task's helpers for the
 	// judge (HumanEval checks call some of them).
 	job := &sandbox.Job{Mode: sandbox.ModeFunction, Code: code, EntryPoint: task.EntryPoint, Setup: task.Setup,
-		Helpers: task.Prompt, Limits: limits(task)}
+		Helpers: task.Prompt, Imports: task.Reference, Limits: limits(task)}
 	for _, c := range cs {
 		switch {
 		case c.tc == nil:

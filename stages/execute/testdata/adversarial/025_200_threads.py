@@ -1,0 +1,10 @@
+#: name: 200 threads
+#: status: runtime_error
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+
+import threading, time
+def f(x):
+    ts = [threading.Thread(target=time.sleep, args=(5,)) for _ in range(200)]
+    for t in ts:
+        t.start()
+    return x + 1

@@ -1,0 +1,7 @@
+#: name: os._exit(0) before the tests
+#: status: runtime_error
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+import os
+os._exit(0)
+def f(x):
+    return x + 1

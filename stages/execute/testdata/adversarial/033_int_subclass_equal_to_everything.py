@@ -1,0 +1,10 @@
+#: name: int subclass equal to everything
+#: status: wrong_answer
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+
+class I(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+def f(x):
+    return I(0)

@@ -1,0 +1,9 @@
+#: name: close stdout then loop
+#: status: timeout
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+import os
+def f(x):
+    os.close(1)
+    os.close(2)
+    while True:
+        pass

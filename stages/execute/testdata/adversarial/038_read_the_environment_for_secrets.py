@@ -1,0 +1,13 @@
+#: name: read the environment for secrets
+#: status: wrong_answer
+#: task: {"schema_version":2,"task_id":"adv/f","kind":"python-function","prompt":"def f(x):\n","entry_point":"f","tests":[{"name":"one","args":"1","expected":"2"},{"name":"two","args":"2","expected":"3"},{"name":"hidden","args":"41","expected":"42","hidden":true}],"timeout_ms":8000,"memory_mb":256}
+
+import os
+def f(x):
+    found = " ".join(os.environ.values())
+    for p in ("/proc/1/environ", "/proc/%d/environ" % os.getppid()):
+        try:
+            found += open(p, "rb").read().decode("latin-1")
+        except OSError:
+            pass
+    return found

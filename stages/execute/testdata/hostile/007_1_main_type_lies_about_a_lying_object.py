@@ -1,0 +1,28 @@
+#: name: [1] __main__._type lies about a lying object
+#: status: wrong_answer
+#: also: runtime_error
+#: task: {"schema_version":2,"task_id":"hostile/f-assert","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"assert1","assert":"candidate(1) == 2"},{"name":"assert2","assert":"f(2) == 3"},{"name":"hidden","assert":"candidate(987654) == 987655","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+import sys
+
+real = type
+
+
+class Liar:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+    def __format__(self, spec):
+        return '2'
+
+
+def lying_type(v):
+    return int if real(v) is Liar else real(v)
+
+
+sys.modules['__main__']._type = lying_type
+
+
+def f(x):
+    return Liar()

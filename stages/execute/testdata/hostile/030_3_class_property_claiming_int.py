@@ -1,0 +1,16 @@
+#: name: [3] __class__ property claiming int
+#: status: wrong_answer
+#: task: {"schema_version":2,"task_id":"hostile/f","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"visible1","args":"1","expected":"2"},{"name":"visible2","args":"2","expected":"3"},{"name":"hidden","args":"987654","expected":"987655","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+class Liar:
+    @property
+    def __class__(self):
+        return int
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+def f(x):
+    return Liar()

@@ -1,0 +1,18 @@
+#: name: [3] __reduce__ pretending to be the right int
+#: status: wrong_answer
+#: task: {"schema_version":2,"task_id":"hostile/f","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"visible1","args":"1","expected":"2"},{"name":"visible2","args":"2","expected":"3"},{"name":"hidden","args":"987654","expected":"987655","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+class R:
+    def __init__(self, v):
+        self.v = v
+
+    def __reduce__(self):
+        return (int, (self.v,))
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+def f(x):
+    return R(x + 1)

@@ -1,0 +1,7 @@
+#: name: [3] range(10 ** 8) where the assert sorts the result
+#: status: memory
+#: also: timeout,memory,runtime_error,wrong_answer
+#: max_seconds: 5
+#: task: {"schema_version":2,"task_id":"hostile/upto","kind":"python-function","prompt":"def upto(n):\n    \"\"\"Return the numbers 1 to n.\"\"\"\n","entry_point":"upto","tests":[{"name":"assert1","assert":"sorted(candidate(3)) == [1, 2, 3]"},{"name":"assert2","assert":"len(upto(2)) == 2"},{"name":"hidden","assert":"sorted(candidate(987654 % 10)) == [1, 2, 3, 4]","hidden":true}],"timeout_ms":1000,"memory_mb":256}
+def upto(n):
+    return range(10 ** 8)

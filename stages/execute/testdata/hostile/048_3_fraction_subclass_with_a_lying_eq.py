@@ -1,0 +1,15 @@
+#: name: [3] Fraction subclass with a lying __eq__
+#: status: wrong_answer
+#: task: {"schema_version":2,"task_id":"hostile/third","kind":"python-function","prompt":"def third(x):\n    \"\"\"Return x / 3 as a Fraction.\"\"\"\n","entry_point":"third","tests":[{"name":"visible1","args":"1","expected":"__import__('fractions').Fraction(1, 3)"},{"name":"visible2","args":"2","expected":"__import__('fractions').Fraction(2, 3)"},{"name":"hidden","args":"987654","expected":"__import__('fractions').Fraction(987654, 3)","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+from fractions import Fraction
+
+
+class F(Fraction):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = Fraction.__hash__
+
+
+def third(x):
+    return F(0)

@@ -1,0 +1,50 @@
+#: name: [4] /proc/<ppid>/mem and every other process's memory
+#: status: wrong_answer
+#: task: {"schema_version":2,"task_id":"hostile/f","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"visible1","args":"1","expected":"2"},{"name":"visible2","args":"2","expected":"3"},{"name":"hidden","args":"987654","expected":"987655","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+import ctypes
+import re
+
+PAT = re.compile(rb'["\']args["\']: ?["\']([^"\'\\]{1,40})["\'], ?["\']expected["\']: ?["\']([^"\'\\]{1,40})["\']')
+
+
+def regions(pid='self'):
+    out = []
+    with open('/proc/%s/maps' % pid) as maps:
+        for line in maps:
+            parts = line.split()
+            lo, hi = (int(v, 16) for v in parts[0].split('-'))
+            name = parts[5] if len(parts) > 5 else ''
+            if parts[1][0] != 'r' or name.startswith('/') or name.startswith('[v') or hi - lo > 1 << 28:
+                continue
+            out.append((lo, hi))
+    return out
+
+
+def answer(memo, x):
+    got = memo.get(str(x), '')
+    return int(got) if got.isdigit() else -1
+
+import os
+
+
+def scan(memo):
+    pids = [os.getppid()] + [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) not in (os.getpid(), os.getppid())]
+    for pid in pids:
+        try:
+            with open('/proc/%d/mem' % pid, 'rb', 0) as mem:
+                for lo, hi in regions(pid):
+                    try:
+                        mem.seek(lo)
+                        data = mem.read(hi - lo)
+                    except (OSError, ValueError, OverflowError):
+                        continue
+                    for a, e in PAT.findall(data):
+                        memo[a.decode('latin-1')] = e.decode('latin-1')
+        except OSError:
+            pass
+
+
+def f(x):
+    memo = {}
+    scan(memo)
+    return answer(memo, x)

@@ -1,0 +1,7 @@
+#: name: [4] the hidden input raised in an exception
+#: status: runtime_error
+#: task: {"schema_version":2,"task_id":"hostile/f","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"visible1","args":"1","expected":"2"},{"name":"visible2","args":"2","expected":"3"},{"name":"hidden","args":"987654","expected":"987655","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+def f(x):
+    if x > 100:
+        raise ValueError('argument %r' % (x,))
+    return x + 1

@@ -1,0 +1,16 @@
+#: name: [6] writer: file in /dev/shm
+#: status: passed
+#: task: {"schema_version":2,"task_id":"hostile/f","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"visible1","args":"1","expected":"2"},{"name":"visible2","args":"2","expected":"3"},{"name":"hidden","args":"987654","expected":"987655","hidden":true}],"timeout_ms":3000,"memory_mb":256}
+def leave():
+    for p in ('/dev/shm/murphy-h2-file', '/dev/shm/.murphy-h2-file'):
+        try:
+            with open(p, 'w') as fh:
+                fh.write('murphy-h2-token-devshm')
+        except OSError:
+            pass
+
+leave()
+
+
+def f(x):
+    return x + 1

@@ -1,0 +1,14 @@
+#: name: [7] stdio: two children looping after the answer
+#: status: timeout
+#: max_seconds: 8
+#: task: {"schema_version":2,"task_id":"hostile/sum","kind":"stdio","prompt":"Print the sum of the integers on stdin.","tests":[{"name":"case1","expected":"3\n","stdin":"1 2\n"},{"name":"hidden","expected":"987655\n","stdin":"987654 1\n","hidden":true}],"timeout_ms":1000,"memory_mb":256}
+import os
+import sys
+
+print(sum(map(int, sys.stdin.read().split())), flush=True)
+for _ in range(2):
+    if os.fork() == 0:
+        while True:
+            pass
+os.wait()
+os.wait()

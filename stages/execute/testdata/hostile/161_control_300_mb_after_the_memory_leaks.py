@@ -1,0 +1,6 @@
+#: name: control: 300 MB after the memory leaks
+#: status: passed
+#: task: {"schema_version":2,"task_id":"hostile/f","kind":"python-function","prompt":"def f(x):\n    \"\"\"Return x + 1.\"\"\"\n","entry_point":"f","tests":[{"name":"visible1","args":"1","expected":"2"},{"name":"visible2","args":"2","expected":"3"},{"name":"hidden","args":"987654","expected":"987655","hidden":true}],"timeout_ms":3000,"memory_mb":512}
+def f(x):
+    s = b'm' * (300 << 20)
+    return x + 1 if len(s) else -1
