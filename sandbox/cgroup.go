@@ -103,7 +103,7 @@ func newCgroups(memoryMB, procs int) *cgroups {
 func newCgroupsTagged(tag string, memoryMB, procs int) *cgroups {
 	c := &cgroups{memoryMB: memoryMB, procs: procs, slots: map[int]string{}, pidSlots: map[int]string{},
 		cpuSlots: map[int]string{}, oom: map[int]int64{}, base: map[int]int64{},
-		jobs: map[int]string{}, judges: map[int]string{}, judgeAS: map[int]int64{}}
+		jobs: map[int]string{}, judges: map[int]string{}}
 	if memoryMB <= 0 {
 		c.disabled = true
 		return c
@@ -336,7 +336,7 @@ func (c *cgroups) pids(slot int) ([]int, bool) {
 // of it (cgroup v2: its own group; v1: the slot's): a job's memory is
 // every process of the job, and never the judge's. False when the groups could not be made: the slot
 // must not run jobs then.
-func (c *cgroups) splitJob(slot, judgePID int, judgeAS int64) bool {
+func (c *cgroups) splitJob(slot, judgePID int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dir, ok := c.slots[slot]
@@ -381,7 +381,6 @@ func (c *cgroups) splitJob(slot, judgePID int, judgeAS int64) bool {
 	}
 	c.files.closeUnder(job)
 	c.jobs[slot] = job
-	c.judgeAS[slot] = judgeAS
 	if c.v2 {
 		c.judges[slot] = judge
 	}
@@ -416,10 +415,15 @@ func (c *cgroups) jobMemory(slot int, bytes int64) bool {
 	if err != nil {
 		return false
 	}
-	// Never more than the slot's limit leaves beside the most the judge
-	// can hold: the job alone can then never start an OOM kill of the
-	// slot's group, the only one the judge is in.
-	lim := min(n+bytes, int64(c.memoryMB)<<20-c.judgeAS[slot])
+	// Never more than the slot's limit leaves beside what is outside the
+	// job group now (the judge): the job alone cannot start an OOM kill
+	// of the slot's group, the only one the judge is in. (One the judge's
+	// growth starts, decoding what the job returned, is the job's: see
+	// Pool.Run.)
+	lim := n + bytes
+	if all, ok := c.usageLocked(slot); ok {
+		lim = max(min(lim, int64(c.memoryMB)<<20-(all-n)), n+16<<20)
+	}
 	return os.WriteFile(filepath.Join(job, limit), []byte(strconv.FormatInt(lim, 10)), 0) == nil
 }
 

@@ -575,7 +575,10 @@ class Decoder:
 
 def _fill(d, pairs):
     d.clear()
-    d.update(pairs)
+    if type(d) is collections.Counter:
+        dict.update(d, pairs)  # Counter.update would count the pairs
+    else:
+        d.update(pairs)
     return d
 
 
@@ -1557,7 +1560,11 @@ class TestSpace:
                 obj = obj.__dict__[p] if isinstance(obj, type) else None
         except KeyError:
             return None
-        if isinstance(obj, type) and type(obj) is type and _is_record_type(obj):
+        # Only a class the task's own code defined here (its module is the
+        # tests' namespace): never a library class whose private state the
+        # program would then choose.
+        if isinstance(obj, type) and type(obj) is type and _is_record_type(obj) \
+                and obj.__dict__.get("__module__") == "__test__":
             return obj
         return None
 

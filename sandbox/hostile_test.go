@@ -29,6 +29,9 @@ type hostileCase struct {
 	Entry   string `yaml:"entry"`
 	Setup   string `yaml:"setup"`
 	Helpers string `yaml:"helpers"`
+	// Imports is the task's reference code (its imports name the tests'
+	// standard-library names).
+	Imports string `yaml:"imports"`
 	Tests   []struct {
 		Value  []string `yaml:"value"` // args, expected
 		Assert string   `yaml:"assert"`
@@ -72,7 +75,7 @@ func readHostile(path string) (hostileCase, string, error) {
 }
 
 func (h *hostileCase) job(code string) *Job {
-	job := &Job{Mode: h.Mode, Code: code, EntryPoint: h.Entry, Setup: h.Setup, Helpers: h.Helpers, Stdin: []byte(h.Stdin)}
+	job := &Job{Mode: h.Mode, Code: code, EntryPoint: h.Entry, Setup: h.Setup, Helpers: h.Helpers, Imports: h.Imports, Stdin: []byte(h.Stdin)}
 	for _, t := range h.Tests {
 		switch {
 		case len(t.Value) == 2:

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -402,8 +401,7 @@ func (p *Pool) start(ctx context.Context, ps *poolSlot) error {
 			judge = pid
 		}
 	}
-	judgeAS, ok := addressLimit(judge)
-	if judge == 0 || !ok || !p.cg.splitJob(ps.id, judge, judgeAS) {
+	if judge == 0 || !p.cg.splitJob(ps.id, judge) {
 		s.stop()
 		return fmt.Errorf("sandbox: the judge (pid %d) could not be set apart from the job", judge)
 	}
@@ -476,28 +474,6 @@ func (p *Pool) Run(ctx context.Context, job *Job) (*Result, error) {
 		}
 	}
 	return res, nil
-}
-
-// addressLimit is a process's RLIMIT_AS (the most memory it can hold).
-func addressLimit(pid int) (int64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				return 0, false
-			}
-			if f[0] == "unlimited" {
-				return 1 << 62, true
-			}
-			n, err := strconv.ParseInt(f[0], 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 // Size is the number of sandboxes.
