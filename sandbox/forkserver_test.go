@@ -279,3 +279,47 @@ func TestJudgeBadRequest(t *testing.T) {
 		t.Fatalf("after bad requests: %+v", res)
 	}
 }
+
+// TestArenaAllocatorNeverHandsOutFreedMemory: CPython 3.11 frees its
+// data-stack chunks (of other sizes than an arena) through the arena
+// allocator the fork server gives the worker's interpreter; a freed block
+// handed out again as a 1 MiB arena overlapped later ones and crashed the
+// interpreter. Deep recursion between allocations, under the library
+// alone, must run to its end.
+func TestArenaAllocatorNeverHandsOutFreedMemory(t *testing.T) {
+	cfg := DefaultConfig()
+	if _, err := exec.LookPath(cfg.CC); err != nil {
+		t.Skip("no C compiler")
+	}
+	lib, err := compileForkServer(cfg.CC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := filepath.Join(t.TempDir(), "forkserver.so")
+	if err := os.WriteFile(so, lib, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `import sys
+sys.setrecursionlimit(10000)
+def down(n):
+    return 0 if n == 0 else 1 + down(n - 1)
+keep = []
+for r in range(30):
+    down(900 + r)
+    keep.append([bytearray(200) for _ in range(5000)])
+    keep.append([[i] * 50 for i in range(2000)])
+    x = 0
+    for _ in range(60):
+        x = [x]
+    keep.append(x)
+    if len(keep) > 20:
+        del keep[:10]
+print("ok")
+`
+	cmd := exec.Command(cfg.Python, "-I", "-c", script)
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+so)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("the interpreter on the arena allocator: %v\n%s", err, out)
+	}
+}
