@@ -262,14 +262,17 @@ class Encoder:
     can name them back. remote encodes the judge's stand-ins for the
     program's names (RemoteName, Deferred); None elsewhere."""
 
-    __slots__ = ("memo", "objs", "mark", "budget", "remote")
+    __slots__ = ("memo", "objs", "mark", "budget", "remote", "handles")
 
-    def __init__(self, memo=None, mark=False, remote=None):
+    def __init__(self, memo=None, mark=False, remote=None, handles=None):
         self.memo = memo
         self.objs = []
         self.mark = mark
         self.budget = 2_000_000
         self.remote = remote
+        # The candidate's: the objects of its classes it answered with, so
+        # that a test can call their methods (Solution().twoSum(...)).
+        self.handles = handles
 
     def enc(self, v, depth=0):
         self.budget -= 1
@@ -336,6 +339,8 @@ class Encoder:
         if t is type and v in _BUILTIN_TYPE_NAMES:
             return {"T": _BUILTIN_TYPE_NAMES[v]}
         if t is Record:
+            if v._h is not None and self.remote is not None:
+                return {"H": v._h[1]}  # the candidate's own object again
             return {"R": [v._name, [[k, e(x)] for k, x in v._fields.items()]]}
         if self.remote is not None and t in (RemoteName, Deferred):
             return self.remote(self, v, depth)
@@ -345,8 +350,11 @@ class Encoder:
                 return {"n": [str(t.__name__), list(fields), [e(x) for x in tuple.__iter__(v)]]}
         if _is_record_type(t):
             name = type.__dict__["__qualname__"].__get__(t)
-            return {"R": [str(name)[:200], [[str(k), e(x)] for k, x in _fields_of(v)
-                                             if type(k) is str]]}
+            body = [str(name)[:200], [[str(k), e(x)] for k, x in _fields_of(v) if type(k) is str]]
+            if self.handles is not None and len(self.handles) < 100000:
+                body.append(len(self.handles))
+                self.handles.append(v)
+            return {"R": body}
         raise NotPlain(type_name(v))
 
 
@@ -359,10 +367,12 @@ class Record:
     sent: its class's qualified name and its attributes, compared
     structurally (never through the program's __eq__)."""
 
-    __slots__ = ("_name", "_fields", "__weakref__")
+    __slots__ = ("_name", "_fields", "_h", "__weakref__")
 
-    def __init__(self, name, fields):
-        self._name, self._fields = name, fields
+    def __init__(self, name, fields, h=None):
+        # h: (the judge's connection, the candidate's number of the object)
+        # when it can be asked to run the object's methods.
+        self._name, self._fields, self._h = name, fields, h
 
     def __eq__(self, other):
         if type(other) is not Record:
@@ -377,13 +387,34 @@ class Record:
         return hash(self._name)
 
     def __getattr__(self, name):
+        """An attribute the object had; else, for an object the candidate
+        still holds, its method, run by the candidate (a call of the
+        program, like the entry point's)."""
         try:
             return object.__getattribute__(self, "_fields")[name]
         except KeyError:
-            raise AttributeError(name) from None
+            h = object.__getattribute__(self, "_h")
+            if h is None or name.startswith("__"):
+                raise AttributeError(name) from None
+            return RemoteMethod(h[0], h[1], name)
 
     def __repr__(self):
         return "%s(%s)" % (self._name, ", ".join("%s=%s" % (k, safe_repr(v, 200)) for k, v in self._fields.items()))
+
+
+class RemoteMethod:
+    """A method of an object the candidate answered with."""
+
+    __slots__ = ("_conn", "_h", "_name")
+
+    def __init__(self, conn, h, name):
+        self._conn, self._h, self._name = conn, h, name
+
+    def __call__(self, *args, **kwargs):
+        return self._conn.call(self._name, args, kwargs, handle=self._h)
+
+    def __repr__(self):
+        return "<method %s>" % self._name
 
 
 def _hexint(s):
@@ -400,11 +431,11 @@ class Decoder:
     (a Record then); remote(tag, body, dec): the candidate's evaluation of
     the judge's stand-ins ("N", "new"), None in the judge."""
 
-    __slots__ = ("table", "marks", "resolve", "remote")
+    __slots__ = ("table", "marks", "resolve", "remote", "conn")
 
-    def __init__(self, table=None, marks=False, resolve=None, remote=None):
+    def __init__(self, table=None, marks=False, resolve=None, remote=None, conn=None):
         self.table = table if table is not None else []
-        self.marks, self.resolve, self.remote = marks, resolve, remote
+        self.marks, self.resolve, self.remote, self.conn = marks, resolve, remote, conn
 
     def d(self, x, depth=0):
         if depth > 250:
@@ -464,11 +495,16 @@ class Decoder:
         return self.value(tag, body, depth, obj)
 
     def record_shell(self, body):
-        if type(body) is not list or len(body) != 2 or type(body[0]) is not str:
+        if type(body) is not list or len(body) not in (2, 3) or type(body[0]) is not str:
             raise BadValue("bad record")
         cls = self.resolve(body[0]) if self.resolve is not None else None
         if cls is None:
-            return Record(body[0], {})
+            h = None
+            if len(body) == 3 and self.conn is not None:
+                if type(body[2]) is not int or body[2] < 0:
+                    raise BadValue("bad record")
+                h = (self.conn, body[2])
+            return Record(body[0], {}, h)
         return cls.__new__(cls)
 
     def pairs(self, body, depth):
@@ -568,7 +604,7 @@ class Decoder:
                     _nt_types.clear()
                 nt = _nt_types[key] = collections.namedtuple(name, fields)
             return nt._make(self.items(items, depth))
-        if self.remote is not None and tag in ("N", "new"):
+        if self.remote is not None and tag in ("N", "new", "H"):
             return self.remote(tag, body, self, depth)
         raise BadValue("unknown tag")
 
@@ -1017,6 +1053,7 @@ def serve_calls(prog, frame_bytes):
     # names are the task's.
     send_frame(CHAN_FD, {"loaded": True})
     frames = Frames(CHAN_FD, frame_bytes)
+    handles = []
     while True:
         msg = frames.next()
         if msg is None or "end" in msg:
@@ -1024,7 +1061,7 @@ def serve_calls(prog, frame_bytes):
         # A batch of calls is answered one frame per call, each as soon as
         # it returns.
         for c in msg["calls"]:
-            reply = answer(ns, c)
+            reply = answer(ns, handles, c)
             send_frame(CHAN_FD, reply)
             if reply.get("err", {}).get("kind") == "memory":
                 # Out of memory ends the run, as the memory limit kills a
@@ -1062,11 +1099,16 @@ def resolve_in(ns, qualname):
     return obj
 
 
-def remote_in(ns, tag, body, dec, depth):
+def remote_in(ns, handles, tag, body, dec, depth):
     """The judge's stand-ins, evaluated in the candidate's namespace: a name
-    ("N") or a call of one ("new": Pair(5, 24) in an assert)."""
+    ("N"), a call of one ("new": Pair(5, 24) in an assert), or an object
+    the candidate answered with before ("H")."""
     if tag == "N":
         return lookup(ns, body)
+    if tag == "H":
+        if type(body) is not int or not 0 <= body < len(handles):
+            raise BadValue("bad handle")
+        return handles[body]
     fn, a, k = body
     return dec.d(fn, depth + 1)(*dec.d(a, depth + 1), **dec.d(k, depth + 1))
 
@@ -1082,20 +1124,26 @@ def eval_args(ns, src):
     return eval(code, ns)
 
 
-def answer(ns, c):
+def answer(ns, handles, c):
     """One call of the judge: [name, args, kwargs] (literal data), or
     {"f", "a", "k", "w"} (arguments with object numbers; w: report their
-    new state) or {"f", "src"} (arguments as the test's text)."""
+    new state; "m": the number of an object answered before whose method
+    f is) or {"f", "src"} (arguments as the test's text)."""
     if type(c) is list:
         c = {"f": c[0], "a": c[1], "k": c[2]}
     table, memo, before = [], None, None
     try:
-        fn = ns.get(c["f"])
+        if "m" in c:
+            if type(c["m"]) is not int or not 0 <= c["m"] < len(handles) or type(c["f"]) is not str:
+                raise BadValue("bad method call")
+            fn = getattr(handles[c["m"]], c["f"])
+        else:
+            fn = ns.get(c["f"])
         if "src" in c:
             args, kwargs = eval_args(ns, c["src"])
         else:
             dec = Decoder(table, marks=True, resolve=lambda q: resolve_in(ns, q),
-                          remote=lambda tag, body, d, depth: remote_in(ns, tag, body, d, depth))
+                          remote=lambda tag, body, d, depth: remote_in(ns, handles, tag, body, d, depth))
             args, kwargs = dec.d(c["a"]), dec.d(c["k"])
         if c.get("w"):
             memo = {id(o): i for i, o in enumerate(table)}
@@ -1108,7 +1156,7 @@ def answer(ns, c):
             f["tb"] = "the program called exit(%s) during the test" % safe_repr(e.code, 100)
         return {"err": f}
     try:
-        reply = {"v": Encoder(memo).enc(rv)}
+        reply = {"v": Encoder(memo, handles=handles).enc(rv)}
         if before is not None:
             states = []
             for i, o in enumerate(table):
@@ -1190,7 +1238,7 @@ class Conn:
         m = self.recv()
         if "v" in m:
             try:
-                dec = Decoder(table, resolve=self.resolve)
+                dec = Decoder(table, resolve=self.resolve, conn=self)
                 rv = dec.d(m["v"])
                 if table is not None:
                     write_back(dec, table, m.get("a"))
@@ -1207,15 +1255,18 @@ class Conn:
         self.gone = True
         raise CandidateGone()
 
-    def call(self, name, args, kwargs):
+    def call(self, name, args, kwargs, handle=None):
         """A call from the test's code: the arguments keep their identity
         (the answer may be one of them) and what the call changed in them
-        is written back into them, as in Python."""
+        is written back into them, as in Python. handle: the candidate's
+        number of the object whose method name is."""
         enc = Encoder(memo={}, mark=True, remote=encode_remote)
         try:
             msg = {"f": name, "a": enc.enc(list(args)), "k": enc.enc(dict(kwargs)), "w": 1}
         except NotPlain as e:
             raise TaskError("the test passes a %s, which cannot be sent to the program" % e)
+        if handle is not None:
+            msg["m"] = handle
         self.send({"calls": [msg]})
         return self.result(enc.objs)
 
@@ -1355,7 +1406,7 @@ def encode_remote(enc, v, depth):
                     enc.enc(dict(g(v, "_k")), depth + 1)]}
 
 
-_NOT_RECORDS.update((Record, RemoteName, Deferred, Proxy, _Stand))
+_NOT_RECORDS.update((Record, RemoteName, Deferred, Proxy, _Stand, RemoteMethod))
 
 
 class TestGlobals(dict):
