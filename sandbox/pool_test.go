@@ -239,7 +239,7 @@ func TestJudgeOverrunIsTheProgramsTimeout(t *testing.T) {
 	code := `
 import __main__
 M = (1 << 61) - 1
-__main__.encode = lambda v, *a: {"s": [{"i": format(k * M, "x")} for k in range(1, 200001)]}
+__main__.Encoder.enc = lambda self, v, *a: {"s": [{"i": format(k * M, "x")} for k in range(1, 200001)]}
 def f(x):
     return x
 `
