@@ -27,8 +27,15 @@ Descriptors: fd 3 is the worker's control socket, fd 4 the judge's
                     {"ev": "gone", "i"}, {"ev": "done", "gone"}
 
 chan is a stream socket between the judge and the candidate: length-prefixed
-JSON frames; calls go one way, typed values (see encode) the other. Nothing
-the candidate sends is more than a claim about a value it computed.
+JSON frames; calls go one way (arguments as typed values with object
+numbers and stand-ins for the program's names, or a value test's argument
+text), typed values the other (see Encoder: references to the call's
+numbered arguments and their new state come back too). Nothing the
+candidate sends is more than a claim about a value it computed.
+
+The judge forked by the fork server becomes a fresh interpreter at once
+(harness.py --judge, no LD_PRELOAD): it never runs on the worker's image or
+the fork server's arena allocator.
 """
 
 import array
