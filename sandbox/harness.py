@@ -195,6 +195,29 @@ def vmsize_bytes():
 # Only exact types are encoded: a subclass or a user object is NotPlain.
 
 
+# How deep a value may nest (a linked list of 3,000 nodes is 3,000 deep).
+# Encoding, decoding and comparing it run at DEEP_LIMIT frames: pure
+# Python calls take no C stack in 3.11, and the C recursion of json and of
+# comparisons at this depth stays far inside the main thread's stack.
+MAX_DEPTH = 3000
+DEEP_LIMIT = 20000
+
+
+class deep:
+    """Runs its block at a recursion limit of at least DEEP_LIMIT, then
+    restores the limit the block found."""
+
+    __slots__ = ("old",)
+
+    def __enter__(self):
+        self.old = sys.getrecursionlimit()
+        if self.old < DEEP_LIMIT:
+            sys.setrecursionlimit(DEEP_LIMIT)
+
+    def __exit__(self, *exc):
+        sys.setrecursionlimit(self.old)
+
+
 class NotPlain(Exception):
     """A value that is not plain data (wrong type or a subclass)."""
 
@@ -285,7 +308,7 @@ class Encoder:
         self.budget -= 1
         if self.budget < 0:
             raise NotPlain("value too large")
-        if depth > 200:
+        if depth > MAX_DEPTH:
             raise NotPlain("value nested too deeply")
         t = type(v)
         if v is None or t is bool:
@@ -445,7 +468,7 @@ class Decoder:
         self.marks, self.resolve, self.remote, self.conn = marks, resolve, remote, conn
 
     def d(self, x, depth=0):
-        if depth > 250:
+        if depth > MAX_DEPTH + 50:
             raise BadValue("value nested too deeply")
         t = type(x)
         if x is None or t is bool or t is str:
@@ -829,6 +852,8 @@ def judge_process():
         if os.getuid() == 0 or os.geteuid() == 0:
             raise RuntimeError("the judge runs as root")
         judge_imports()
+        # Values up to MAX_DEPTH deep are decoded, compared and shown here.
+        sys.setrecursionlimit(DEEP_LIMIT)
         budget = vmsize_bytes() + JUDGE_MEMORY
         resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
         judge_serve(socket.socket(fileno=JUDGE_FD))
@@ -1062,14 +1087,16 @@ def serve_calls(prog, frame_bytes):
     frames = Frames(CHAN_FD, frame_bytes)
     handles = []
     while True:
-        msg = frames.next()
+        with deep():
+            msg = frames.next()
         if msg is None or "end" in msg:
             break
         # A batch of calls is answered one frame per call, each as soon as
         # it returns.
         for c in msg["calls"]:
             reply = answer(ns, handles, c)
-            send_frame(CHAN_FD, reply)
+            with deep():
+                send_frame(CHAN_FD, reply)
             if reply.get("err", {}).get("kind") == "memory":
                 # Out of memory ends the run, as the memory limit kills a
                 # process: whether later tests would fit in what is left of
@@ -1151,10 +1178,12 @@ def answer(ns, handles, c):
         else:
             dec = Decoder(table, marks=True, resolve=lambda q: resolve_in(ns, q),
                           remote=lambda tag, body, d, depth: remote_in(ns, handles, tag, body, d, depth))
-            args, kwargs = dec.d(c["a"]), dec.d(c["k"])
+            with deep():
+                args, kwargs = dec.d(c["a"]), dec.d(c["k"])
         if c.get("w"):
             memo = {id(o): i for i, o in enumerate(table)}
-            before = [Encoder(memo).body(o, type(o), 0) for o in table]
+            with deep():
+                before = [Encoder(memo).body(o, type(o), 0) for o in table]
         rv = fn(*args, **kwargs)
     except BaseException as e:
         flush_std()
@@ -1163,15 +1192,16 @@ def answer(ns, handles, c):
             f["tb"] = "the program called exit(%s) during the test" % safe_repr(e.code, 100)
         return {"err": f}
     try:
-        reply = {"v": Encoder(memo, handles=handles).enc(rv)}
-        if before is not None:
-            states = []
-            for i, o in enumerate(table):
-                st = Encoder(memo).body(o, type(o), 0)
-                if st != before[i]:
-                    states.append([i, st])
-            reply["a"] = states
-        return reply
+        with deep():
+            reply = {"v": Encoder(memo, handles=handles).enc(rv)}
+            if before is not None:
+                states = []
+                for i, o in enumerate(table):
+                    st = Encoder(memo).body(o, type(o), 0)
+                    if st != before[i]:
+                        states.append([i, st])
+                reply["a"] = states
+            return reply
     except NotPlain as e:
         return {"bad": str(e), "r": safe_repr(rv)}
     except RecursionError:
@@ -1516,6 +1546,7 @@ def judge_serve(ctrl):
     gc.freeze()
     send(ctrl, {"ev": "ready"})
     pristine = dict(builtins.__dict__)
+    limit = sys.getrecursionlimit()
     for req, tests_r, chan in judge_requests(ctrl):
         report = []
         try:
@@ -1527,6 +1558,8 @@ def judge_serve(ctrl):
             # The builtins module is the judge's own; restore it in case a
             # task's code changed it.
             builtins.__dict__.update(pristine)
+            sys.setrecursionlimit(limit)
+            os.chdir("/")
             judge_job(report, payload, Conn(chan, int(req["frame_bytes"])))
         except BaseException:
             report.append({"ev": "error", "error": "judge: " + traceback.format_exc()[-2000:]})
