@@ -153,7 +153,9 @@ func toolWord(l string) bool {
 	return !strings.ContainsAny(l[:i], " \t[]()")
 }
 
-// head reports whether line i starts a block, and the block.
+// head reports whether line i starts a block, and the block. The rules
+// are grouped by what prints the line; the groups' patterns do not
+// overlap, and within a group the first rule that matches decides.
 func head(lines []string, i int, annotated bool) (block, bool) {
 	l := lines[i]
 	if !mayHead(l, annotated) {
@@ -163,175 +165,247 @@ func head(lines []string, i int, annotated bool) (block, bool) {
 	if t == "" {
 		return block{}, false
 	}
-	mk := func(tool, msg string) block {
-		return block{start: i, end: i, tool: tool, message: msg}
-	}
 	if b, ok := runnerHead(lines, i, t); ok {
 		return b, true
 	}
+	h := headLine{lines: lines, i: i, l: l, t: t, annotated: annotated}
+	for _, rules := range headRules {
+		if b, v := rules(h); v != undecided {
+			return b, v == isHead
+		}
+	}
+	if m := toolErrRE.FindStringSubmatch(l); m != nil && toolErrWords.MatchString(m[2]) && !knownNoise(m[1]) && !javaExcRE.MatchString(l) {
+		b := h.block(toolShell, l)
+		b.code = m[1]
+		return b, true
+	}
+	return block{}, false
+}
+
+// headLine is the line head looks at, with its neighbours.
+type headLine struct {
+	lines     []string
+	i         int
+	l, t      string // the line, and the line trimmed
+	annotated bool
+}
+
+// block is a one-line block of tool with message msg at the line.
+func (h headLine) block(tool, msg string) block {
+	return block{start: h.i, end: h.i, tool: tool, message: msg}
+}
+
+// continuation is the last line of the block h starts.
+func (h headLine) continuation() int { return continuation(h.lines, h.i, false) }
+
+// verdict is what a group of head rules says of a line.
+type verdict int
+
+const (
+	undecided verdict = iota // no rule of the group matched
+	notHead                  // a rule matched, and the line starts no block
+	isHead                   // a rule matched, and the line starts a block
+)
+
+// headRules are head's groups of rules, in the order they are tried.
+var headRules = []func(headLine) (block, verdict){buildToolHead, testHead, linterHead, failureHead}
+
+// buildToolHead is the heads of build tools and CI servers: Maven, Jenkins,
+// Gradle, the JVM, CMake.
+func buildToolHead(h headLine) (block, verdict) {
+	lines, i, l := h.lines, h.i, h.l
 	switch {
 	case mvnGoalRE.MatchString(l):
-		b := mk(toolMaven, strings.TrimPrefix(l, "[ERROR] "))
+		b := h.block(toolMaven, strings.TrimPrefix(l, "[ERROR] "))
 		b.end = levelRun(lines, i, false)
 		b.code = goalCode(b.message)
-		return b, true
+		return b, isHead
 	case mvnTestRE.MatchString(l) || mvnTestsRunRE.MatchString(l):
-		b := mk(toolSurefire, strings.TrimPrefix(l, "[ERROR] "))
-		b.end = continuation(lines, i, false)
+		b := h.block(toolSurefire, strings.TrimPrefix(l, "[ERROR] "))
+		b.end = h.continuation()
 		b.file, b.line = firstFrame(lines, i+1, b.end)
-		return b, true
+		return b, isHead
 	case mvnLevelRE.MatchString(l):
 		msg := strings.TrimSpace(l[strings.Index(l, "]")+1:])
 		if msg == "" || ignoreErrRE.MatchString(l) {
-			return block{}, false
+			return block{}, notHead
 		}
-		b := mk(toolMaven, msg)
+		b := h.block(toolMaven, msg)
 		b.end = levelRun(lines, i, true)
-		return b, true
-	case tracebackRE.MatchString(l):
-		return traceback(lines, i), true
+		return b, isHead
 	case jenkinsErrRE.MatchString(l):
-		b := mk(toolJenkins, l)
-		b.end = continuation(lines, i, false)
+		b := h.block(toolJenkins, l)
+		b.end = h.continuation()
 		// "ERROR: Step ‘X’ failed: MSG" repeats the line before it
 		if _, msg, ok := strings.Cut(l, " failed: "); ok && i > 0 && strings.TrimSpace(lines[i-1]) == strings.TrimSpace(msg) {
 			b.start = i - 1
 		}
-		return b, true
+		return b, isHead
 	case jenkinsMarkRE.MatchString(l):
-		return mk(toolJenkins, l), true
+		return h.block(toolJenkins, l), isHead
 	case gradleFailRE.MatchString(l):
-		b := mk(toolGradle, l)
+		b := h.block(toolGradle, l)
 		b.end = gradleFailure(lines, i, &b)
 		b.code = gradleTask(b.message)
-		return b, true
+		return b, isHead
 	case gradleTestRE.MatchString(l):
 		m := gradleTestRE.FindStringSubmatch(l)
-		b := mk(toolGradle, m[1]+" > "+m[2]+" FAILED")
+		b := h.block(toolGradle, m[1]+" > "+m[2]+" FAILED")
 		b.code = "test"
-		b.end = continuation(lines, i, false)
+		b.end = h.continuation()
 		b.file, b.line = firstFrame(lines, i+1, b.end)
-		return b, true
-	case strings.HasPrefix(t, "Exception in thread ") && javaExcRE.MatchString(l):
-		b := mk(toolJava, t)
-		b.end = continuation(lines, i, false)
+		return b, isHead
+	case strings.HasPrefix(h.t, "Exception in thread ") && javaExcRE.MatchString(l):
+		b := h.block(toolJava, h.t)
+		b.end = h.continuation()
 		b.file, b.line = firstFrame(lines, i+1, b.end)
-		return b, true
+		return b, isHead
+	case cmakeErrRE.MatchString(l):
+		m := cmakeErrRE.FindStringSubmatch(l)
+		b := h.block(toolCMake, l)
+		b.file, b.line = m[1], atoi(m[2])
+		b.end = h.continuation()
+		return b, isHead
+	}
+	return block{}, undecided
+}
+
+// testHead is the heads of test runners and the tracebacks they print:
+// Python, go test, cargo test, Jest, pytest.
+func testHead(h headLine) (block, verdict) {
+	lines, i, l := h.lines, h.i, h.l
+	switch {
+	case tracebackRE.MatchString(l):
+		return traceback(lines, i), isHead
 	case goFailRE.MatchString(l):
-		m := goFailRE.FindStringSubmatch(l)
-		b := mk(toolGoTest, "--- FAIL: "+m[1])
-		b.code = m[1]
-		b.end = continuation(lines, i, false)
-		// go test -v prints a test's output before its result
-		for b.start > 0 && b.start > i-maxBlockLines && strings.HasPrefix(lines[b.start-1], "    ") && !goFailRE.MatchString(lines[b.start-1]) {
-			b.start--
-		}
-		for j := b.start; j <= b.end; j++ {
-			if m := goTestLocRE.FindStringSubmatch(lines[j]); m != nil {
-				b.file, b.line = m[1], atoi(m[2])
-				break
-			}
-		}
-		return b, true
+		return goTestHead(h), isHead
 	case cargoTestRE.MatchString(l):
 		m := cargoTestRE.FindStringSubmatch(l)
-		b := mk(toolCargoTest, l)
+		b := h.block(toolCargoTest, l)
 		b.code = m[1]
-		return b, true
+		return b, isHead
 	case rustPanicRE.MatchString(l):
 		m := rustPanicRE.FindStringSubmatch(l)
-		b := mk(toolCargoTest, l)
+		b := h.block(toolCargoTest, l)
 		b.code, b.file, b.line = m[1], m[2], atoi(m[3])
 		for j := i + 1; j < len(lines) && j-i < 20 && strings.TrimSpace(lines[j]) != "" && !strings.HasPrefix(lines[j], "note: "); j++ {
 			b.end = j
 		}
-		return b, true
-	case cmakeErrRE.MatchString(l):
-		m := cmakeErrRE.FindStringSubmatch(l)
-		b := mk(toolCMake, l)
-		b.file, b.line = m[1], atoi(m[2])
-		b.end = continuation(lines, i, false)
-		return b, true
+		return b, isHead
 	case jestFailRE.MatchString(l):
 		m := jestFailRE.FindStringSubmatch(l)
-		b := mk(toolJest, l)
+		b := h.block(toolJest, l)
 		b.file = m[1]
-		return b, true
+		return b, isHead
 	case jestCaseRE.MatchString(l):
 		m := jestCaseRE.FindStringSubmatch(l)
-		b := mk(toolJest, m[1])
+		b := h.block(toolJest, m[1])
 		b.code = "test"
-		b.end = continuation(lines, i, false)
+		b.end = h.continuation()
 		b.file, b.line = jsFrame(lines, i+1, b.end)
-		return b, true
+		return b, isHead
+	case pytestSumRE.MatchString(l):
+		m := pytestSumRE.FindStringSubmatch(l)
+		b := h.block(toolPytest, l)
+		b.file, b.code = m[1], m[2]
+		return b, isHead
+	case pytestLocRE.MatchString(l):
+		m := pytestLocRE.FindStringSubmatch(l)
+		b := h.block(toolPytest, m[3])
+		b.file, b.line = m[1], atoi(m[2])
+		return b, isHead
+	}
+	return block{}, undecided
+}
+
+// goTestHead is the block of a "--- FAIL: Name" line: the test's output
+// before it (go test -v prints it first) and its continuation after.
+func goTestHead(h headLine) block {
+	lines, i := h.lines, h.i
+	m := goFailRE.FindStringSubmatch(h.l)
+	b := h.block(toolGoTest, "--- FAIL: "+m[1])
+	b.code = m[1]
+	b.end = h.continuation()
+	for b.start > 0 && b.start > i-maxBlockLines && strings.HasPrefix(lines[b.start-1], "    ") && !goFailRE.MatchString(lines[b.start-1]) {
+		b.start--
+	}
+	for j := b.start; j <= b.end; j++ {
+		if m := goTestLocRE.FindStringSubmatch(lines[j]); m != nil {
+			b.file, b.line = m[1], atoi(m[2])
+			break
+		}
+	}
+	return b
+}
+
+// linterHead is the heads of linters: ESLint, mypy, flake8 and pylint.
+func linterHead(h headLine) (block, verdict) {
+	lines, i, l := h.lines, h.i, h.l
+	switch {
 	case eslintRE.MatchString(l) && i > 0:
 		m := eslintRE.FindStringSubmatch(l)
-		b := mk(toolESLint, m[3])
+		b := h.block(toolESLint, m[3])
 		b.line, b.code = atoi(m[1]), m[4]
+		// ESLint names the file once, above its findings
 		for j := i - 1; j >= 0 && i-j < 1000; j-- {
 			if t := strings.TrimSpace(lines[j]); t != "" && !eslintRE.MatchString(lines[j]) && !strings.HasPrefix(lines[j], " ") {
 				b.file = t
 				break
 			}
 		}
-		return b, true
+		return b, isHead
 	case mypyRE.MatchString(l):
 		m := mypyRE.FindStringSubmatch(l)
-		b := mk(toolMypy, m[4])
+		b := h.block(toolMypy, m[4])
 		b.file, b.line, b.code = m[1], atoi(m[2]), m[5]
-		return b, true
+		return b, isHead
 	case pyLintRE.MatchString(l):
 		m := pyLintRE.FindStringSubmatch(l)
-		b := mk(toolPyLint, m[5])
+		b := h.block(toolPyLint, m[5])
 		b.file, b.line, b.code = m[1], atoi(m[2]), m[4]
-		return b, true
+		return b, isHead
+	}
+	return block{}, undecided
+}
+
+// failureHead is the heads of what fails around the build: a Go panic,
+// npm, git and the shell, a generic error line, a phrase a runner prints
+// when the machine gives out, and any line the CI service annotated.
+func failureHead(h headLine) (block, verdict) {
+	lines, i, l := h.lines, h.i, h.l
+	switch {
 	case goPanicRE.MatchString(l):
-		b := mk(toolRuntime, l)
+		b := h.block(toolRuntime, l)
 		b.end = goroutines(lines, i)
-		return b, true
-	case pytestSumRE.MatchString(l):
-		m := pytestSumRE.FindStringSubmatch(l)
-		b := mk(toolPytest, l)
-		b.file, b.code = m[1], m[2]
-		return b, true
-	case pytestLocRE.MatchString(l):
-		m := pytestLocRE.FindStringSubmatch(l)
-		b := mk(toolPytest, m[3])
-		b.file, b.line = m[1], atoi(m[2])
-		return b, true
+		return b, isHead
 	case npmErrRE.MatchString(l):
-		b := mk(toolNpm, l)
+		b := h.block(toolNpm, l)
 		j := i
 		for j+1 < len(lines) && j+1-i < maxBlockLines && npmErrRE.MatchString(lines[j+1]) {
 			j++
 		}
 		b.end, b.code = j, npmScript(lines[i:j+1])
-		return b, true
+		return b, isHead
 	case gitFatalRE.MatchString(l):
 		tool := toolShell
 		if strings.Contains(l, "repository") || strings.Contains(l, "git") || strings.HasPrefix(l, "fatal: ") {
 			tool = toolGit
 		}
-		b := mk(tool, l)
-		b.end = hint(lines, i, continuation(lines, i, false))
-		return b, true
+		b := h.block(tool, l)
+		b.end = hint(lines, i, h.continuation())
+		return b, isHead
 	case genericErrRE.MatchString(l):
-		b := mk(toolCI, l)
-		b.end = continuation(lines, i, false)
-		return b, true
+		b := h.block(toolCI, l)
+		b.end = h.continuation()
+		return b, isHead
 	case phraseRE.MatchString(l):
-		b := mk(toolRuntime, t)
-		b.end = continuation(lines, i, false)
-		return b, true
-	case annotated:
-		return mk(toolCI, t), true
+		b := h.block(toolRuntime, h.t)
+		b.end = h.continuation()
+		return b, isHead
+	case h.annotated:
+		return h.block(toolCI, h.t), isHead
 	}
-	if m := toolErrRE.FindStringSubmatch(l); m != nil && toolErrWords.MatchString(m[2]) && !knownNoise(m[1]) && !javaExcRE.MatchString(l) {
-		b := mk(toolShell, l)
-		b.code = m[1]
-		return b, true
-	}
-	return block{}, false
+	return block{}, undecided
 }
 
 // runnerHead reports the blocks of test runners and build wrappers that
