@@ -65,42 +65,11 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 	if err != nil {
 		return rejectErr(err)
 	}
-	count := it.Count
-	if count <= 0 {
-		count = 1
-	}
-
-	// The clean tree must build: otherwise no failure says anything about
-	// a planted error.
-	digest, err := b.put(ctx, tree)
-	if err != nil {
-		return rejectErr(badInput("snapshot: %v", err))
-	}
-	clean := b.newTask(it, SourceInject, lang, digest, "")
-	if ok, err := b.resolved(ctx, name, "the clean tree: ", clean, &Provenance{}, res); !ok {
+	clean, output, err := b.cleanBaseline(ctx, it, name, lang, tree, res)
+	if clean == nil || err != nil {
 		return err
 	}
-	base, v, err := b.baseline(ctx, clean)
-	if err != nil {
-		return err
-	}
-	if !v.ok() {
-		res.reject(name, v.reason, "the clean tree: "+v.detail)
-		return nil
-	}
-	if !base.OK || len(diag.Errors(base.Diagnostics)) > 0 {
-		if dep, ok := missingDependency(base.Output); ok {
-			res.reject(name, RejectMissingDependency, "the clean tree needs what the offline sandbox lacks: "+dep)
-			return nil
-		}
-		detail := fmt.Sprintf("the clean tree does not build (%s)", strings.Join(it.Build, " "))
-		if out := tail(base.Output, detailBytes); out != "" {
-			detail += ": " + out
-		}
-		res.reject(name, RejectBadInput, detail)
-		return nil
-	}
-	files, err := candidateFiles(tree, lang, it.Build, base.Output)
+	files, err := candidateFiles(tree, lang, it.Build, output)
 	if err != nil {
 		return err
 	}
@@ -108,14 +77,72 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 		res.reject(name, RejectBadInput, fmt.Sprintf("no %s source file to inject into", lang))
 		return nil
 	}
+	p := &planting{it: it, name: name, lang: lang, tree: tree, commit: commit, deps: clean.CompileFix.Dependencies, res: res}
+	return b.plant(ctx, p, ops, files)
+}
 
+// cleanBaseline is the task of the clean tree and its build's output. The
+// clean tree must build: otherwise no failure says anything about a
+// planted error. A nil task with a nil error is an item rejected in res.
+func (b *Builder) cleanBaseline(ctx context.Context, it Item, name, lang, tree string, res *Result) (*topics.Task, string, error) {
+	digest, err := b.put(ctx, tree)
+	if err != nil {
+		res.reject(name, RejectBadInput, fmt.Sprintf("snapshot: %v", err))
+		return nil, "", nil
+	}
+	clean := b.newTask(it, SourceInject, lang, digest, "")
+	if ok, err := b.resolved(ctx, name, "the clean tree: ", clean, &Provenance{}, res); !ok {
+		return nil, "", err
+	}
+	base, v, err := b.baseline(ctx, clean)
+	if err != nil {
+		return nil, "", err
+	}
+	if !v.ok() {
+		res.reject(name, v.reason, "the clean tree: "+v.detail)
+		return nil, "", nil
+	}
+	if !base.OK || len(diag.Errors(base.Diagnostics)) > 0 {
+		if dep, ok := missingDependency(base.Output); ok {
+			res.reject(name, RejectMissingDependency, "the clean tree needs what the offline sandbox lacks: "+dep)
+			return nil, "", nil
+		}
+		detail := fmt.Sprintf("the clean tree does not build (%s)", strings.Join(it.Build, " "))
+		if out := tail(base.Output, detailBytes); out != "" {
+			detail += ": " + out
+		}
+		res.reject(name, RejectBadInput, detail)
+		return nil, "", nil
+	}
+	return clean, base.Output, nil
+}
+
+// planting is what plant needs of an inject item: the item, its clean
+// tree and commit, and the dependencies its clean task resolved.
+type planting struct {
+	it                       Item
+	name, lang, tree, commit string
+	deps                     string
+	res                      *Result
+}
+
+// plant draws mutations from each operator in turn, over the files in a
+// seeded order, and keeps the tasks whose planted error the build reports,
+// until it has it.Count, the attempts run out or no operator has a
+// mutation left.
+func (b *Builder) plant(ctx context.Context, p *planting, ops, files []string) error {
+	it, name, res := p.it, p.name, p.res
+	count := it.Count
+	if count <= 0 {
+		count = 1
+	}
 	rng := rand.New(rand.NewPCG(uint64(it.Seed), 0x6261636b66696c6c))
 	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
 	draws := make([]*drawer, len(ops))
 	for i, op := range ops {
 		fs := slices.Clone(files)
 		rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
-		draws[i] = &drawer{lang: lang, op: op, tree: tree, files: fs, seed: it.Seed}
+		draws[i] = &drawer{lang: p.lang, op: op, tree: p.tree, files: fs, seed: it.Seed}
 	}
 	maxAttempts := b.Opts.MaxAttempts
 	if maxAttempts <= 0 {
@@ -135,7 +162,7 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 			}
 			progress = true
 			attempts++
-			task, prov, v, err := b.injected(ctx, it, name, lang, tree, clean.CompileFix.Dependencies, m)
+			task, prov, v, err := b.injected(ctx, it, name, p.lang, p.tree, p.deps, m)
 			if err != nil {
 				return err
 			}
@@ -143,7 +170,7 @@ func (b *Builder) inject(ctx context.Context, it Item, name string, res *Result)
 				res.reject(name, v.reason, fmt.Sprintf("%s in %s:%d (%s): %s", m.Operator, m.File, m.Line, m.Description, v.detail))
 				continue
 			}
-			prov.Rev, prov.Dependencies = commit, res.Dependencies
+			prov.Rev, prov.Dependencies = p.commit, res.Dependencies
 			res.Tasks = append(res.Tasks, *task)
 			res.Provenance = append(res.Provenance, prov)
 			kept++
@@ -365,6 +392,20 @@ func (b *Builder) putReplaced(ctx context.Context, tree, file string, data []byt
 // build constraints; C files the build's output names (with the headers
 // beside them) when it names some.
 func candidateFiles(tree, lang string, argv []string, cleanOutput string) ([]string, error) {
+	files, err := sourceFiles(tree, lang, namedPaths(tree, argv))
+	if err != nil {
+		return nil, err
+	}
+	if lang == "c" {
+		files = builtCFiles(files, cleanOutput)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// namedPaths are the paths in tree that the build command argv names
+// (slash-separated, relative to tree), flags and "." and "./..." aside.
+func namedPaths(tree string, argv []string) []string {
 	var named []string
 	for _, a := range argv[1:] {
 		if strings.HasPrefix(a, "-") || a == "." || a == "./..." {
@@ -378,17 +419,27 @@ func candidateFiles(tree, lang string, argv []string, cleanOutput string) ([]str
 			named = append(named, c)
 		}
 	}
-	under := func(p string) bool {
-		if len(named) == 0 {
+	return named
+}
+
+// underAny reports whether p is one of named or below one; every path is
+// when named is empty.
+func underAny(p string, named []string) bool {
+	if len(named) == 0 {
+		return true
+	}
+	for _, n := range named {
+		if p == n || strings.HasPrefix(p, n+"/") {
 			return true
 		}
-		for _, n := range named {
-			if p == n || strings.HasPrefix(p, n+"/") {
-				return true
-			}
-		}
-		return false
 	}
+	return false
+}
+
+// sourceFiles walks tree for the regular source files of lang under
+// named (Classify's sources; no .pyi stubs; Go files that match the build
+// constraints), skipping the directories skipDir names.
+func sourceFiles(tree, lang string, named []string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(tree, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -403,7 +454,7 @@ func candidateFiles(tree, lang string, argv []string, cleanOutput string) ([]str
 			return nil
 		}
 		ext := path.Ext(rel)
-		if !d.Type().IsRegular() || sourceExts[ext] != lang || ext == ".pyi" || Classify(rel) != ClassSource || !under(rel) {
+		if !d.Type().IsRegular() || sourceExts[ext] != lang || ext == ".pyi" || Classify(rel) != ClassSource || !underAny(rel, named) {
 			return nil
 		}
 		if lang == "go" {
@@ -415,29 +466,29 @@ func candidateFiles(tree, lang string, argv []string, cleanOutput string) ([]str
 		files = append(files, rel)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if lang == "c" {
-		var mentioned []string
-		dirs := map[string]bool{}
-		for _, f := range files {
-			if strings.HasSuffix(f, ".c") && mentions(cleanOutput, f) {
-				mentioned = append(mentioned, f)
-				dirs[path.Dir(f)] = true
-			}
-		}
-		if len(mentioned) > 0 {
-			for _, f := range files {
-				if strings.HasSuffix(f, ".h") && dirs[path.Dir(f)] {
-					mentioned = append(mentioned, f)
-				}
-			}
-			files = mentioned
+	return files, err
+}
+
+// builtCFiles narrows C files to the .c files the build's output names and
+// the headers in their directories; all of files when it names none.
+func builtCFiles(files []string, cleanOutput string) []string {
+	var mentioned []string
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".c") && mentions(cleanOutput, f) {
+			mentioned = append(mentioned, f)
+			dirs[path.Dir(f)] = true
 		}
 	}
-	sort.Strings(files)
-	return files, nil
+	if len(mentioned) == 0 {
+		return files
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".h") && dirs[path.Dir(f)] {
+			mentioned = append(mentioned, f)
+		}
+	}
+	return mentioned
 }
 
 // mentions reports whether out names file f as a word (a compile command
