@@ -18,16 +18,19 @@ import (
 	"golang.org/x/term"
 )
 
+// backfillSubmitOptions are murphy backfill submit's flags.
+type backfillSubmitOptions struct {
+	sc                      submit.Config
+	manifest, state, prefix string
+	ks                      *kafkaSettings
+	partitions, jobs        int
+	asJSON, noProgress      bool
+	timeout                 time.Duration
+}
+
 func newBackfillSubmitCmd() *cobra.Command {
-	sc := submit.DefaultConfig()
-	sc.RunID = ""
-	var (
-		manifest, state, prefix string
-		ks                      *kafkaSettings
-		partitions, jobs        int
-		asJSON, noProgress      bool
-		timeout                 time.Duration
-	)
+	o := &backfillSubmitOptions{sc: submit.DefaultConfig()}
+	o.sc.RunID = ""
 	cmd := &cobra.Command{
 		Use:   "submit --manifest FILE --state DIR",
 		Short: "Build, verify and publish a backfill's tasks and root prompts (bounded, resumable)",
@@ -49,89 +52,109 @@ report to stdout (text, or JSON with --json).`,
 		Example: "  murphy backfill submit --manifest backfill.yaml --state .backfill/state --brokers 127.0.0.1:9092 -g 8 -k 2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if manifest == "" || state == "" {
-				return &exitError{code: 2, err: errors.New("backfill submit: --manifest and --state are required")}
-			}
-			cat := topics.Catalog{Prefix: prefix, Partitions: partitions}
-			if err := cat.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			probe := sc
-			if probe.RunID == "" {
-				probe.RunID = "x"
-			}
-			if err := probe.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			kcfg, err := ks.config(cmd.Flags(), "murphy-backfill")
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			m, err := backfill.LoadManifest(manifest)
-			if err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			stderr := cmd.ErrOrStderr()
-			for _, e := range m.Errors {
-				fmt.Fprintf(stderr, "%s: skipped: %v\n", manifest, e)
-			}
-			b, release, err := openBackfillBuilder(cmd)
-			if err != nil {
-				return err
-			}
-			if release != nil {
-				defer release()
-			}
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			if err := pipeline.EnsureTopics(ctx, kcfg, cat); err != nil {
-				return fmt.Errorf("backfill submit: %w", err)
-			}
-			prod := pipeline.NewProducer(kcfg)
-			defer prod.Close()
-			prog := newBackfillProgress(stderr, !noProgress && isTerminal(stderr))
-			rep, err := backfill.Run(ctx, backfill.JobConfig{Kafka: kcfg, Catalog: cat, Submit: sc, StateDir: state,
-				Concurrency: jobs, Progress: prog}, m, b, prod)
-			prog.finish()
-			if rep != nil {
-				out := cmd.OutOrStdout()
-				if asJSON {
-					enc := json.NewEncoder(out)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(rep); err != nil {
-						return err
-					}
-				} else {
-					rep.WriteText(out)
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("backfill submit: %w (rerun with the same --state to resume)", err)
-			}
-			if rep.Failed > 0 || len(rep.ManifestErrors) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("backfill submit: %d items failed, %d manifest entries skipped; the others are published (rerun with the same --state to retry)",
-					rep.Failed, len(rep.ManifestErrors))}
-			}
-			return nil
+			return runBackfillSubmit(cmd, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&manifest, "manifest", "", "the job's items: YAML or JSON (a list, or {items: [...]}), or JSONL")
-	f.StringVar(&state, "state", "", "state directory: what the job did, so that a rerun resumes it")
-	addTreeFlags(f, &sc, "the state's, else the manifest's run_id, else derived from the items")
-	f.IntVarP(&jobs, "jobs", "j", 1, "items built at once")
-	f.BoolVar(&asJSON, "json", false, "print the final report as JSON")
-	f.BoolVar(&noProgress, "no-progress", false, "no progress bar: one line per item on stderr")
-	ks = addKafkaFlags(f)
-	f.StringVar(&prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
-	f.IntVar(&partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by the job")
-	f.DurationVar(&timeout, "timeout", 0, "stop after this long (0 = none; a rerun resumes)")
+	f.StringVar(&o.manifest, "manifest", "", "the job's items: YAML or JSON (a list, or {items: [...]}), or JSONL")
+	f.StringVar(&o.state, "state", "", "state directory: what the job did, so that a rerun resumes it")
+	addTreeFlags(f, &o.sc, "the state's, else the manifest's run_id, else derived from the items")
+	f.IntVarP(&o.jobs, "jobs", "j", 1, "items built at once")
+	f.BoolVar(&o.asJSON, "json", false, "print the final report as JSON")
+	f.BoolVar(&o.noProgress, "no-progress", false, "no progress bar: one line per item on stderr")
+	o.ks = addKafkaFlags(f)
+	f.StringVar(&o.prefix, "topic-prefix", topics.DefaultCatalog().Prefix, "topic name prefix")
+	f.IntVar(&o.partitions, "partitions", topics.DefaultCatalog().Partitions, "partitions of topics created by the job")
+	f.DurationVar(&o.timeout, "timeout", 0, "stop after this long (0 = none; a rerun resumes)")
 	addTaskBuilderFlags(cmd)
 	return cmd
+}
+
+// check validates the flags: the catalog, the submission config and the
+// Kafka settings, each a usage error (exit 2).
+func (o *backfillSubmitOptions) check(cmd *cobra.Command) (topics.Catalog, pipeline.KafkaConfig, error) {
+	if o.manifest == "" || o.state == "" {
+		return topics.Catalog{}, pipeline.KafkaConfig{}, &exitError{code: 2, err: errors.New("backfill submit: --manifest and --state are required")}
+	}
+	cat := topics.Catalog{Prefix: o.prefix, Partitions: o.partitions}
+	if err := cat.Validate(); err != nil {
+		return cat, pipeline.KafkaConfig{}, &exitError{code: 2, err: err}
+	}
+	probe := o.sc
+	if probe.RunID == "" {
+		probe.RunID = "x"
+	}
+	if err := probe.Validate(); err != nil {
+		return cat, pipeline.KafkaConfig{}, &exitError{code: 2, err: err}
+	}
+	kcfg, err := o.ks.config(cmd.Flags(), "murphy-backfill")
+	if err != nil {
+		return cat, kcfg, &exitError{code: 2, err: err}
+	}
+	return cat, kcfg, nil
+}
+
+// runBackfillSubmit runs the job of the manifest and prints its report:
+// exit 1 when an item failed or a manifest entry was skipped.
+func runBackfillSubmit(cmd *cobra.Command, o *backfillSubmitOptions) error {
+	cat, kcfg, err := o.check(cmd)
+	if err != nil {
+		return err
+	}
+	m, err := backfill.LoadManifest(o.manifest)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	stderr := cmd.ErrOrStderr()
+	for _, e := range m.Errors {
+		fmt.Fprintf(stderr, "%s: skipped: %v\n", o.manifest, e)
+	}
+	b, release, err := openBackfillBuilder(cmd)
+	if err != nil {
+		return err
+	}
+	if release != nil {
+		defer release()
+	}
+	ctx := cmd.Context()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if err := pipeline.EnsureTopics(ctx, kcfg, cat); err != nil {
+		return fmt.Errorf("backfill submit: %w", err)
+	}
+	prod := pipeline.NewProducer(kcfg)
+	defer prod.Close()
+	prog := newBackfillProgress(stderr, !o.noProgress && isTerminal(stderr))
+	rep, err := backfill.Run(ctx, backfill.JobConfig{Kafka: kcfg, Catalog: cat, Submit: o.sc, StateDir: o.state,
+		Concurrency: o.jobs, Progress: prog}, m, b, prod)
+	prog.finish()
+	if rep != nil {
+		if err := writeBackfillReport(cmd.OutOrStdout(), rep, o.asJSON); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("backfill submit: %w (rerun with the same --state to resume)", err)
+	}
+	if rep.Failed > 0 || len(rep.ManifestErrors) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("backfill submit: %d items failed, %d manifest entries skipped; the others are published (rerun with the same --state to retry)",
+			rep.Failed, len(rep.ManifestErrors))}
+	}
+	return nil
+}
+
+// writeBackfillReport prints the job's report as text, or indented JSON.
+func writeBackfillReport(out io.Writer, rep *backfill.Report, asJSON bool) error {
+	if !asJSON {
+		rep.WriteText(out)
+		return nil
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 func isTerminal(w io.Writer) bool {
