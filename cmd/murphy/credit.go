@@ -11,10 +11,16 @@ import (
 	"github.com/murphy-rl/murphy/stages/credit"
 )
 
+// creditOptions are murphy credit's flags.
+type creditOptions struct {
+	c                   credit.Config
+	in, out, strategies string
+	summary             bool
+}
+
 func newCreditCmd() *cobra.Command {
-	c := credit.DefaultConfig()
-	var in, out, strategies string
-	var summary bool
+	o := &creditOptions{c: credit.DefaultConfig()}
+	c := &o.c
 	cmd := &cobra.Command{
 		Use:   "credit --in samples.jsonl --out credited.jsonl",
 		Short: "Re-derive credit offline from stored sample records (JSON lines), or compare strategies on them",
@@ -39,71 +45,14 @@ credited samples are written only when --out is given (one strategy only).`,
   murphy credit --in samples.jsonl --summary --strategy mars,mers,grpo-mt --interp 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			names := strings.Split(strategies, ",")
-			var configs []credit.Config
-			for _, name := range names {
-				cc := c
-				cc.Strategy = strings.TrimSpace(name)
-				if err := cc.Validate(); err != nil {
-					return &exitError{code: 2, err: err}
-				}
-				configs = append(configs, cc)
-			}
-			outSet := cmd.Flags().Changed("out")
-			switch {
-			case len(configs) > 1 && !summary:
-				return &exitError{code: 2, err: fmt.Errorf("credit: several strategies (%s) need --summary", strategies)}
-			case len(configs) > 1 && outSet:
-				return &exitError{code: 2, err: fmt.Errorf("credit: --out holds one strategy's credit; with --strategy %s use --summary alone", strategies)}
-			}
-			r, closeIn, err := openIn(in)
-			if err != nil {
-				return err
-			}
-			defer closeIn()
-			var w io.Writer
-			closeOut := func() error { return nil }
-			if !summary || outSet {
-				if w, closeOut, err = openOut(out); err != nil {
-					return err
-				}
-			}
-			var sums []*credit.Summary
-			if summary {
-				for _, cc := range configs {
-					sums = append(sums, credit.NewSummary(cc.CreditConfig()))
-				}
-			}
-			rep, err := credit.Offline(cmd.Context(), r, w, credit.OfflineOptions{
-				Credit:     configs[0].CreditConfig(),
-				Incomplete: c.Incomplete,
-				Log:        cmd.ErrOrStderr(),
-				Summaries:  sums,
-			})
-			if cerr := closeOut(); err == nil && cerr != nil {
-				err = fmt.Errorf("credit: close %s: %w", out, cerr)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(),
-				"credit: %d lines, %d duplicates, %d trees complete, %d incomplete (%s), %d samples written, %d nodes pruned, %d zero-signal groups (%d samples dropped)\n",
-				rep.Lines, rep.Duplicates, rep.Trees, rep.IncompleteTrees, c.Incomplete, rep.Written, rep.PrunedNodes, rep.ZeroSignalGroups, rep.DroppedSamples)
-			if summary {
-				sw := cmd.OutOrStdout()
-				if w != nil && out == "-" {
-					sw = cmd.ErrOrStderr()
-				}
-				return credit.WriteSummaries(sw, sums)
-			}
-			return nil
+			return runCredit(cmd, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&in, "in", "-", "input sample records, JSON lines (- = stdin)")
-	f.StringVar(&out, "out", "-", "output credited samples, JSON lines (- = stdout)")
-	f.StringVar(&strategies, "strategy", c.Strategy, "reward propagation: mars | mers | grpo-mt (the multi-turn GRPO baseline); with --summary a comma-separated list to compare")
-	f.BoolVar(&summary, "summary", false, "print the credit summary table (one column per --strategy) instead of, or with --out beside, the credited samples")
+	f.StringVar(&o.in, "in", "-", "input sample records, JSON lines (- = stdin)")
+	f.StringVar(&o.out, "out", "-", "output credited samples, JSON lines (- = stdout)")
+	f.StringVar(&o.strategies, "strategy", c.Strategy, "reward propagation: mars | mers | grpo-mt (the multi-turn GRPO baseline); with --summary a comma-separated list to compare")
+	f.BoolVar(&o.summary, "summary", false, "print the credit summary table (one column per --strategy) instead of, or with --out beside, the credited samples")
 	f.Float64Var(&c.Gamma, "gamma", c.Gamma, "MERS discount γ")
 	f.StringVar(&c.Z, "z", c.Z, "MERS normaliser: 1 | remaining_turns | one_plus_gamma")
 	f.IntVar(&c.IntrapK, "intrap", c.IntrapK, "INTRAP: keep the k members of each group with the largest reward variance (0 = off)")
@@ -116,6 +65,78 @@ credited samples are written only when --out is given (one strategy only).`,
 	f.BoolVar(&c.DropZeroSignal, "drop-zero-signal", c.DropZeroSignal, "leave out groups whose advantages are all zero")
 	f.StringVar(&c.Incomplete, "incomplete", c.Incomplete, "trees incomplete at the end of the input: drop | flag")
 	return cmd
+}
+
+// strategyConfigs are the credit configs of the --strategy list, each
+// validated; several need --summary and no --out.
+func (o *creditOptions) strategyConfigs(outSet bool) ([]credit.Config, error) {
+	var configs []credit.Config
+	for _, name := range strings.Split(o.strategies, ",") {
+		cc := o.c
+		cc.Strategy = strings.TrimSpace(name)
+		if err := cc.Validate(); err != nil {
+			return nil, &exitError{code: 2, err: err}
+		}
+		configs = append(configs, cc)
+	}
+	switch {
+	case len(configs) > 1 && !o.summary:
+		return nil, &exitError{code: 2, err: fmt.Errorf("credit: several strategies (%s) need --summary", o.strategies)}
+	case len(configs) > 1 && outSet:
+		return nil, &exitError{code: 2, err: fmt.Errorf("credit: --out holds one strategy's credit; with --strategy %s use --summary alone", o.strategies)}
+	}
+	return configs, nil
+}
+
+// runCredit credits the input offline, writes the credited samples and
+// the counts, and the summary table with --summary.
+func runCredit(cmd *cobra.Command, o *creditOptions) error {
+	outSet := cmd.Flags().Changed("out")
+	configs, err := o.strategyConfigs(outSet)
+	if err != nil {
+		return err
+	}
+	r, closeIn, err := openIn(o.in)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	var w io.Writer
+	closeOut := func() error { return nil }
+	if !o.summary || outSet {
+		if w, closeOut, err = openOut(o.out); err != nil {
+			return err
+		}
+	}
+	var sums []*credit.Summary
+	if o.summary {
+		for _, cc := range configs {
+			sums = append(sums, credit.NewSummary(cc.CreditConfig()))
+		}
+	}
+	rep, err := credit.Offline(cmd.Context(), r, w, credit.OfflineOptions{
+		Credit:     configs[0].CreditConfig(),
+		Incomplete: o.c.Incomplete,
+		Log:        cmd.ErrOrStderr(),
+		Summaries:  sums,
+	})
+	if cerr := closeOut(); err == nil && cerr != nil {
+		err = fmt.Errorf("credit: close %s: %w", o.out, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(),
+		"credit: %d lines, %d duplicates, %d trees complete, %d incomplete (%s), %d samples written, %d nodes pruned, %d zero-signal groups (%d samples dropped)\n",
+		rep.Lines, rep.Duplicates, rep.Trees, rep.IncompleteTrees, o.c.Incomplete, rep.Written, rep.PrunedNodes, rep.ZeroSignalGroups, rep.DroppedSamples)
+	if !o.summary {
+		return nil
+	}
+	sw := cmd.OutOrStdout()
+	if w != nil && o.out == "-" {
+		sw = cmd.ErrOrStderr()
+	}
+	return credit.WriteSummaries(sw, sums)
 }
 
 func openIn(path string) (io.Reader, func(), error) {
