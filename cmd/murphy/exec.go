@@ -123,25 +123,9 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 	var sols []solution
 	skipped := 0
 	if o.reference {
-		for i, t := range ts {
-			if t.Kind == topics.KindCompileFix && t.ReferencePatch != "" {
-				sols = append(sols, solution{line: i + 1, taskID: t.TaskID, code: t.ReferencePatch})
-				continue
-			}
-			if t.Reference == "" {
-				fmt.Fprintf(stderr, "murphy exec: task %s has no reference solution\n", t.TaskID)
-				skipped++
-				continue
-			}
-			sols = append(sols, solution{line: i + 1, taskID: t.TaskID, code: t.Reference})
-		}
-	} else {
-		var bad int
-		sols, bad, err = readSolutions(o.solutions, byID, stderr)
-		if err != nil {
-			return err
-		}
-		skipped += bad
+		sols, skipped = referenceSolutions(ts, stderr)
+	} else if sols, skipped, err = readSolutions(o.solutions, byID, stderr); err != nil {
+		return err
 	}
 
 	ev, workers, closeEv, err := openExecEvaluator(ctx, o, ts)
@@ -150,78 +134,14 @@ func runExec(ctx context.Context, o execOptions, stdout, stderr io.Writer) error
 	}
 	defer closeEv()
 
-	results := make([]*execResult, len(sols))
-	ready := make(chan int, len(sols))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var evalErr error
-	var once sync.Once
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				s := sols[i]
-				out, err := ev.Evaluate(ctx, byID[s.taskID], s.code)
-				if err != nil {
-					once.Do(func() { evalErr = err })
-					ready <- -1
-					continue
-				}
-				t := byID[s.taskID]
-				results[i] = &execResult{Line: s.line, TaskID: s.taskID, Kind: t.Kind, Language: t.TaskLanguage(), Status: out.Status, Passed: out.TestsPassed,
-					Total: out.TestsTotal, PassRate: out.PassRate, Feedback: out.Feedback, DurationMS: out.Duration.Milliseconds()}
-				ready <- i
-			}
-		}()
-	}
-	go func() {
-		defer close(next)
-		for i := range sols {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-
-	// Print in input order as results arrive.
+	run := startExecRun(ctx, ev, workers, sols, byID)
 	w := bufio.NewWriter(stdout)
 	enc := json.NewEncoder(w)
 	sum := execSummary{Statuses: map[string]int{}, Skipped: skipped}
-	printed := 0
-	// got[i]: result i was received; a worker wrote results[i] before
-	// sending i, so reading it is ordered after that write (results of
-	// indices not yet received are being written).
-	got := make([]bool, len(sols))
-collect:
-	for range sols {
-		select {
-		case i := <-ready:
-			if i < 0 {
-				break collect
-			}
-			got[i] = true
-		case <-ctx.Done():
-			break collect
-		}
-		for printed < len(sols) && got[printed] {
-			r := results[printed]
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-			sum.Solutions++
-			sum.Statuses[r.Status]++
-			sum.MeanPassRate += r.PassRate
-			if r.Status == topics.StatusPassed {
-				sum.Passed++
-			}
-			printed++
-		}
-		_ = w.Flush()
+	if err := run.print(ctx, w, enc, &sum); err != nil {
+		return err
 	}
-	wg.Wait()
+	evalErr := run.wait()
 	_ = w.Flush()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -238,6 +158,117 @@ collect:
 		return err
 	}
 	return w.Flush()
+}
+
+// referenceSolutions are the reference solutions of ts (a compile-fix
+// task's reference patch), and how many tasks have none.
+func referenceSolutions(ts []topics.Task, stderr io.Writer) ([]solution, int) {
+	var sols []solution
+	skipped := 0
+	for i, t := range ts {
+		if t.Kind == topics.KindCompileFix && t.ReferencePatch != "" {
+			sols = append(sols, solution{line: i + 1, taskID: t.TaskID, code: t.ReferencePatch})
+			continue
+		}
+		if t.Reference == "" {
+			fmt.Fprintf(stderr, "murphy exec: task %s has no reference solution\n", t.TaskID)
+			skipped++
+			continue
+		}
+		sols = append(sols, solution{line: i + 1, taskID: t.TaskID, code: t.Reference})
+	}
+	return sols, skipped
+}
+
+// execRun is the evaluation of the solutions by a pool of workers.
+type execRun struct {
+	n       int
+	results []*execResult
+	// ready carries the index of each result written, or -1 for an
+	// evaluation that failed.
+	ready chan int
+	wg    sync.WaitGroup
+	once  sync.Once
+	err   error // the first evaluation error
+}
+
+// startExecRun starts workers evaluating sols, fed in order until ctx is
+// done.
+func startExecRun(ctx context.Context, ev *execute.Evaluator, workers int, sols []solution, byID map[string]*topics.Task) *execRun {
+	r := &execRun{n: len(sols), results: make([]*execResult, len(sols)), ready: make(chan int, len(sols))}
+	next := make(chan int)
+	for range workers {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for i := range next {
+				s := sols[i]
+				t := byID[s.taskID]
+				out, err := ev.Evaluate(ctx, t, s.code)
+				if err != nil {
+					r.once.Do(func() { r.err = err })
+					r.ready <- -1
+					continue
+				}
+				r.results[i] = &execResult{Line: s.line, TaskID: s.taskID, Kind: t.Kind, Language: t.TaskLanguage(), Status: out.Status, Passed: out.TestsPassed,
+					Total: out.TestsTotal, PassRate: out.PassRate, Feedback: out.Feedback, DurationMS: out.Duration.Milliseconds()}
+				r.ready <- i
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range sols {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// wait waits for the workers and returns the first evaluation error.
+func (r *execRun) wait() error {
+	r.wg.Wait()
+	return r.err
+}
+
+// print writes the results in input order as they arrive, counting them
+// in sum, until all are written, an evaluation fails or ctx is done.
+func (r *execRun) print(ctx context.Context, w *bufio.Writer, enc *json.Encoder, sum *execSummary) error {
+	printed := 0
+	// got[i]: result i was received; a worker wrote results[i] before
+	// sending i, so reading it is ordered after that write (results of
+	// indices not yet received are being written).
+	got := make([]bool, r.n)
+	for range r.n {
+		select {
+		case i := <-r.ready:
+			if i < 0 {
+				return nil
+			}
+			got[i] = true
+		case <-ctx.Done():
+			return nil
+		}
+		for printed < r.n && got[printed] {
+			res := r.results[printed]
+			if err := enc.Encode(res); err != nil {
+				return err
+			}
+			sum.Solutions++
+			sum.Statuses[res.Status]++
+			sum.MeanPassRate += res.PassRate
+			if res.Status == topics.StatusPassed {
+				sum.Passed++
+			}
+			printed++
+		}
+		_ = w.Flush()
+	}
+	return nil
 }
 
 // openExecEvaluator opens the sandbox pool, and the build sandbox when ts
