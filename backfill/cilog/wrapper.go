@@ -154,131 +154,175 @@ func newDecoder(ci string) *decoder {
 // false for a line that is only the wrapper's marker.
 func (d *decoder) decode(raw string, n int) (string, bool) {
 	l := cleanLine(raw)
+	var ok bool
 	switch d.ci {
 	case CIGitHubCLI:
-		if m := ghCLIRE.FindStringSubmatch(l); m != nil {
-			if m[1] != d.ghJob || m[2] != d.ghStep {
-				// a step is named by its column; a log of several jobs
-				// repeats names ("Set up job"), told apart by their lines
-				d.ghJob, d.ghStep = m[1], m[2]
-				d.steps.start(m[2], n)
-			}
-			l = l[len(m[0]):]
-		}
-		return d.gha(l, n, false)
+		return d.gha(d.ghCLIColumns(l, n), n, false)
 	case CIGitHubActions:
-		l = ghaStampRE.ReplaceAllString(l, "")
-		return d.gha(l, n, true)
+		return d.gha(ghaStampRE.ReplaceAllString(l, ""), n, true)
 	case CIGitLab:
-		l = glStampRE.ReplaceAllString(l, "")
-		if m := glSectionRE.FindStringSubmatch(l); m != nil {
-			if m[1] == "start" {
-				d.steps.start(m[2], n)
-			} else {
-				d.steps.end(n)
-			}
-			return "", false
-		}
-		if strings.HasPrefix(l, "ERROR: Job failed") {
-			d.steps.fail()
-			d.jobFailed = true
-		} else if strings.HasPrefix(l, "Job succeeded") {
-			d.jobPassed = true
-		}
+		l, ok = d.gitlab(l, n)
 	case CITravis:
-		if m := travisRE.FindStringSubmatch(l); m != nil {
-			rest := l[len(m[0]):]
-			if m[1] == "fold" {
-				if m[2] == "start" {
-					d.steps.start(m[3], n)
-					d.folds++
-				} else {
-					d.steps.end(n)
-					d.folds = max(0, d.folds-1)
-				}
-			}
-			if strings.TrimSpace(rest) == "" {
-				return "", false
-			}
-			l = rest
-		}
-		if d.folds == 0 && strings.HasPrefix(l, "$ ") {
-			d.steps.start(strings.TrimPrefix(l, "$ "), n)
-		}
-		if m := travisExit.FindStringSubmatch(l); m != nil {
-			if m[2] != "0" {
-				d.steps.fail()
-			}
-			if d.folds == 0 {
-				d.steps.end(n)
-			}
-		}
-		if strings.HasPrefix(l, "Done. Your build exited with ") {
-			if strings.HasSuffix(l, " 0.") {
-				d.jobPassed = true
-			} else {
-				d.jobFailed = true
-			}
-		}
+		l, ok = d.travis(l, n)
 	case CIJenkins:
-		l = jenkinsStampRE.ReplaceAllString(l, "")
-		if strings.HasPrefix(l, "[Pipeline] ") {
-			if m := jenkinsStageRE.FindStringSubmatch(l); m != nil {
-				d.steps.start(m[1], n)
-				d.steps.depth = append(d.steps.depth, 1)
-			} else if strings.HasPrefix(l, "[Pipeline] {") {
-				d.steps.depth = append(d.steps.depth, 0)
-			} else if strings.HasPrefix(l, "[Pipeline] }") {
-				if k := len(d.steps.depth); k > 0 {
-					if d.steps.depth[k-1] == 1 {
-						d.steps.end(n)
-					}
-					d.steps.depth = d.steps.depth[:k-1]
-				}
-			}
-			return "", false
-		}
-		if len(d.steps.steps) == 0 && n == 1 {
-			d.steps.start("setup", n)
-		}
-		if jenkinsShellRE.MatchString(l) && len(d.steps.depth) == 0 {
-			d.steps.start("Execute shell", n)
-		}
-		if m := jenkinsStepRE.FindStringSubmatch(l); m != nil {
-			if d.steps.open >= 0 && len(d.steps.depth) == 0 {
-				d.steps.steps[d.steps.open].Name = m[1]
-			}
-			d.steps.fail()
-			d.steps.end(n)
-		}
-		if m := jenkinsStepErr.FindStringSubmatch(l); m != nil {
-			if len(d.steps.depth) == 0 {
-				d.steps.start(m[1], n)
-			}
-			d.steps.fail()
-			d.steps.end(n)
-		}
-		switch {
-		case strings.HasPrefix(l, "Finished: SUCCESS"):
-			d.jobPassed = true
-		case strings.HasPrefix(l, "Finished: "):
-			d.jobFailed = true
-		}
+		l, ok = d.jenkins(l, n)
 	case CIBuildkite:
-		if m := buildkiteRE.FindStringSubmatch(l); m != nil && !notBuildkiteHeader.MatchString(l) {
-			d.steps.start(m[2], n)
-			return "", false
-		}
-		if strings.HasPrefix(l, "^^^ +++") {
-			return "", false
-		}
-		if buildkiteFail.MatchString(l) {
-			d.steps.fail()
-			d.jobFailed = true
-		}
+		l, ok = d.buildkite(l, n)
+	default:
+		ok = true
+	}
+	if !ok {
+		return "", false
 	}
 	d.steps.extend(n)
 	d.toolStep(l, n)
+	return l, true
+}
+
+// ghCLIColumns strips the job and step columns of `gh run view --log`
+// from l, starting a step where they change.
+func (d *decoder) ghCLIColumns(l string, n int) string {
+	m := ghCLIRE.FindStringSubmatch(l)
+	if m == nil {
+		return l
+	}
+	if m[1] != d.ghJob || m[2] != d.ghStep {
+		// a step is named by its column; a log of several jobs
+		// repeats names ("Set up job"), told apart by their lines
+		d.ghJob, d.ghStep = m[1], m[2]
+		d.steps.start(m[2], n)
+	}
+	return l[len(m[0]):]
+}
+
+// gitlab follows GitLab's section markers and job result.
+func (d *decoder) gitlab(l string, n int) (string, bool) {
+	l = glStampRE.ReplaceAllString(l, "")
+	if m := glSectionRE.FindStringSubmatch(l); m != nil {
+		if m[1] == "start" {
+			d.steps.start(m[2], n)
+		} else {
+			d.steps.end(n)
+		}
+		return "", false
+	}
+	if strings.HasPrefix(l, "ERROR: Job failed") {
+		d.steps.fail()
+		d.jobFailed = true
+	} else if strings.HasPrefix(l, "Job succeeded") {
+		d.jobPassed = true
+	}
+	return l, true
+}
+
+// travis follows Travis CI's folds, its top-level commands and their
+// exit codes, and the build's result.
+func (d *decoder) travis(l string, n int) (string, bool) {
+	if m := travisRE.FindStringSubmatch(l); m != nil {
+		rest := l[len(m[0]):]
+		if m[1] == "fold" {
+			if m[2] == "start" {
+				d.steps.start(m[3], n)
+				d.folds++
+			} else {
+				d.steps.end(n)
+				d.folds = max(0, d.folds-1)
+			}
+		}
+		if strings.TrimSpace(rest) == "" {
+			return "", false
+		}
+		l = rest
+	}
+	if d.folds == 0 && strings.HasPrefix(l, "$ ") {
+		d.steps.start(strings.TrimPrefix(l, "$ "), n)
+	}
+	if m := travisExit.FindStringSubmatch(l); m != nil {
+		if m[2] != "0" {
+			d.steps.fail()
+		}
+		if d.folds == 0 {
+			d.steps.end(n)
+		}
+	}
+	if strings.HasPrefix(l, "Done. Your build exited with ") {
+		if strings.HasSuffix(l, " 0.") {
+			d.jobPassed = true
+		} else {
+			d.jobFailed = true
+		}
+	}
+	return l, true
+}
+
+// jenkins follows a Jenkins pipeline's stages, its freestyle shell
+// steps, the steps that failed, and the build's result.
+func (d *decoder) jenkins(l string, n int) (string, bool) {
+	l = jenkinsStampRE.ReplaceAllString(l, "")
+	if strings.HasPrefix(l, "[Pipeline] ") {
+		d.jenkinsPipeline(l, n)
+		return "", false
+	}
+	if len(d.steps.steps) == 0 && n == 1 {
+		d.steps.start("setup", n)
+	}
+	if jenkinsShellRE.MatchString(l) && len(d.steps.depth) == 0 {
+		d.steps.start("Execute shell", n)
+	}
+	if m := jenkinsStepRE.FindStringSubmatch(l); m != nil {
+		if d.steps.open >= 0 && len(d.steps.depth) == 0 {
+			d.steps.steps[d.steps.open].Name = m[1]
+		}
+		d.steps.fail()
+		d.steps.end(n)
+	}
+	if m := jenkinsStepErr.FindStringSubmatch(l); m != nil {
+		if len(d.steps.depth) == 0 {
+			d.steps.start(m[1], n)
+		}
+		d.steps.fail()
+		d.steps.end(n)
+	}
+	switch {
+	case strings.HasPrefix(l, "Finished: SUCCESS"):
+		d.jobPassed = true
+	case strings.HasPrefix(l, "Finished: "):
+		d.jobFailed = true
+	}
+	return l, true
+}
+
+// jenkinsPipeline follows a "[Pipeline] " line's nesting: a stage opens a
+// step, a block opens a level, and the level's close ends its stage.
+func (d *decoder) jenkinsPipeline(l string, n int) {
+	if m := jenkinsStageRE.FindStringSubmatch(l); m != nil {
+		d.steps.start(m[1], n)
+		d.steps.depth = append(d.steps.depth, 1)
+	} else if strings.HasPrefix(l, "[Pipeline] {") {
+		d.steps.depth = append(d.steps.depth, 0)
+	} else if strings.HasPrefix(l, "[Pipeline] }") {
+		if k := len(d.steps.depth); k > 0 {
+			if d.steps.depth[k-1] == 1 {
+				d.steps.end(n)
+			}
+			d.steps.depth = d.steps.depth[:k-1]
+		}
+	}
+}
+
+// buildkite follows Buildkite's step headers and failure lines.
+func (d *decoder) buildkite(l string, n int) (string, bool) {
+	if m := buildkiteRE.FindStringSubmatch(l); m != nil && !notBuildkiteHeader.MatchString(l) {
+		d.steps.start(m[2], n)
+		return "", false
+	}
+	if strings.HasPrefix(l, "^^^ +++") {
+		return "", false
+	}
+	if buildkiteFail.MatchString(l) {
+		d.steps.fail()
+		d.jobFailed = true
+	}
 	return l, true
 }
 
