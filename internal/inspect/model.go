@@ -246,14 +246,65 @@ type group struct {
 	members []*Node
 }
 
+// treeBuilder builds one tree's view from its samples, a step at a time.
+type treeBuilder struct {
+	id    string
+	t     *Tree
+	nodes map[string]*Node // by id, ghosts included once placed
+	order []*Node          // the samples' nodes, in input order
+	// derivable: every node id is the one topics.NodeID derives, so a
+	// missing member's id is known.
+	derivable bool
+	groups    map[string]*group // by parent node id
+	keys      []string          // groups' keys, sorted
+	ghosts    []*Node
+	kids      map[string][]child // each drawn item's children, by sample index
+	next      int                // the next leaf slot
+	visited   map[string]bool
+}
+
+// child is a drawn item under its parent: a node or a placeholder.
+type child struct {
+	key  int
+	id   string
+	node *Node
+	ph   *Placeholder
+}
+
 func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
-	t := &Tree{ID: id, Placeholders: []*Placeholder{}}
-	nodes := map[string]*Node{}
-	var order []*Node
+	b := &treeBuilder{id: id, t: &Tree{ID: id, Placeholders: []*Placeholder{}}, nodes: map[string]*Node{}, derivable: true}
+	t := b.t
+	dups := b.addSamples(samples)
+	t.Run = RunOf(id, t.TaskID)
+	b.groupNodes()
+	phs, byDerived := b.placeholders(missingReason(t, dropZero))
+	b.addGhosts(byDerived)
+	shown := 0
+	for _, ph := range phs {
+		if ph.Count > 0 {
+			t.Placeholders = append(t.Placeholders, ph)
+			shown += ph.Count
+		}
+	}
+	// Pruning takes a member's subtree with it: what the placeholders do
+	// not show are those descendants. (Unknown when zero-signal drops or an
+	// incomplete tree also leave gaps.)
+	if !t.Incomplete && !dropZero {
+		t.HiddenPruned = max(t.PrunedNodes-shown, 0)
+	}
+	b.children()
+	b.layout()
+	b.derive()
+	return t, dups
+}
+
+// addSamples makes a node of each sample, the first of a node id only,
+// and returns how many duplicates it left out.
+func (b *treeBuilder) addSamples(samples []*Sample) int {
+	t, id := b.t, b.id
 	dups := 0
-	derivable := true
 	for _, s := range samples {
-		if _, dup := nodes[s.NodeID]; dup {
+		if _, dup := b.nodes[s.NodeID]; dup {
 			dups++
 			continue
 		}
@@ -264,8 +315,8 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			Tokens: s.ResponseTokens, Prompt: s.PromptText, Response: s.ResponseText, Feedback: s.Feedback}
 		n.Failed = n.Route == topics.RouteTrain && !passed(n)
 		n.Lifted = n.Failed && n.Credited > n.Reward+1e-9
-		nodes[n.ID] = n
-		order = append(order, n)
+		b.nodes[n.ID] = n
+		b.order = append(b.order, n)
 		t.TaskID = firstNonEmpty(t.TaskID, s.TaskID)
 		t.Incomplete = t.Incomplete || s.Incomplete
 		t.PrunedNodes = max(t.PrunedNodes, s.PrunedNodes)
@@ -276,24 +327,26 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			base = firstNonEmpty(s.GroupID, topics.RootID(id))
 		}
 		if topics.NodeID(id, base, s.SampleIndex) != s.NodeID {
-			derivable = false
+			b.derivable = false
 		}
 	}
-	t.Run = RunOf(id, t.TaskID)
+	return dups
+}
 
-	// Groups: by parent node ("" = the root group), members by (index, id).
-	groups := map[string]*group{}
-	var keys []string
+// groupNodes makes the groups: by parent node ("" = the root group, and
+// a group for each node that requested children), members by (index, id).
+func (b *treeBuilder) groupNodes() {
+	b.groups = map[string]*group{}
 	addGroup := func(key string) *group {
-		g := groups[key]
+		g := b.groups[key]
 		if g == nil {
 			g = &group{key: key}
-			groups[key] = g
-			keys = append(keys, key)
+			b.groups[key] = g
+			b.keys = append(b.keys, key)
 		}
 		return g
 	}
-	for _, n := range order {
+	for _, n := range b.order {
 		g := addGroup(n.ParentID)
 		g.members = append(g.members, n)
 		g.of = max(g.of, n.GroupSize)
@@ -304,7 +357,7 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			g.id = n.GroupID
 		}
 	}
-	for _, n := range order {
+	for _, n := range b.order {
 		if n.ChildrenRequested > 0 {
 			g := addGroup(n.ID)
 			g.of = max(g.of, n.ChildrenRequested)
@@ -313,26 +366,29 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			}
 		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		g := groups[k]
+	sort.Strings(b.keys)
+	for _, k := range b.keys {
+		g := b.groups[k]
 		if g.id == "" {
 			g.id = k
 			if k == "" {
-				g.id = topics.RootID(id)
+				g.id = topics.RootID(b.id)
 			}
 		}
 		slices.SortFunc(g.members, func(a, b *Node) int {
 			return cmp.Or(cmp.Compare(a.Index, b.Index), strings.Compare(a.ID, b.ID))
 		})
 	}
+}
 
-	// Placeholders for the members a group lacks.
-	reason := missingReason(t, dropZero)
+// placeholders are the placeholders for the members each group lacks,
+// and, when ids are derivable, the placeholder of each missing member's
+// id.
+func (b *treeBuilder) placeholders(reason string) ([]*Placeholder, map[string]*Placeholder) {
 	byDerived := map[string]*Placeholder{}
 	var phs []*Placeholder
-	for _, k := range keys {
-		g := groups[k]
+	for _, k := range b.keys {
+		g := b.groups[k]
 		have := map[int]bool{}
 		for _, m := range g.members {
 			have[m.Index] = true
@@ -341,8 +397,8 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 		for i := 0; i < g.of; i++ {
 			if !have[i] {
 				ph.Indices = append(ph.Indices, i)
-				if derivable {
-					d := topics.NodeID(id, g.id, i)
+				if b.derivable {
+					d := topics.NodeID(b.id, g.id, i)
 					ph.IDs = append(ph.IDs, d)
 					byDerived[d] = ph
 				}
@@ -357,16 +413,18 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			phs = append(phs, ph)
 		}
 	}
+	return phs, byDerived
+}
 
-	// Ghosts: a missing parent of surviving children. When the parent is
-	// the derived id of a placeholder's member, the ghost takes that
-	// member's place under the same parent.
-	var ghosts []*Node
-	for _, k := range keys {
-		if k == "" || nodes[k] != nil || len(groups[k].members) == 0 {
+// addGhosts adds a ghost for each missing parent of surviving children.
+// When the parent is the derived id of a placeholder's member, the ghost
+// takes that member's place under the same parent.
+func (b *treeBuilder) addGhosts(byDerived map[string]*Placeholder) {
+	for _, k := range b.keys {
+		if k == "" || b.nodes[k] != nil || len(b.groups[k].members) == 0 {
 			continue
 		}
-		g := groups[k]
+		g := b.groups[k]
 		gh := &Node{ID: k, Ghost: true, Turn: g.turn - 1, Index: -1}
 		if ph := byDerived[k]; ph != nil {
 			i := slices.Index(ph.IDs, k)
@@ -377,43 +435,28 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			ph.Indices = slices.Delete(ph.Indices, i, i+1)
 			ph.Count--
 		}
-		nodes[gh.ID] = gh
-		ghosts = append(ghosts, gh)
+		b.nodes[gh.ID] = gh
+		b.ghosts = append(b.ghosts, gh)
 	}
-	shown := 0
-	for _, ph := range phs {
-		if ph.Count > 0 {
-			t.Placeholders = append(t.Placeholders, ph)
-			shown += ph.Count
-		}
-	}
-	// Pruning takes a member's subtree with it: what the placeholders do
-	// not show are those descendants. (Unknown when zero-signal drops or an
-	// incomplete tree also leave gaps.)
-	if !t.Incomplete && !dropZero {
-		t.HiddenPruned = max(t.PrunedNodes-shown, 0)
-	}
+}
 
-	// Children of each drawn item, ordered by sample index.
-	type child struct {
-		key  int
-		id   string
-		node *Node
-		ph   *Placeholder
-	}
+// children lists the children of each drawn item, ordered by sample
+// index: nodes, ghosts (last when their index is unknown) and
+// placeholders (at their first missing index).
+func (b *treeBuilder) children() {
 	kids := map[string][]child{}
-	for _, n := range order {
+	for _, n := range b.order {
 		n.Up = n.ParentID // a missing parent is a ghost by now
 		kids[n.Up] = append(kids[n.Up], child{key: n.Index, id: n.ID, node: n})
 	}
-	for _, gh := range ghosts {
+	for _, gh := range b.ghosts {
 		key := gh.Index
 		if key < 0 {
 			key = math.MaxInt32
 		}
 		kids[gh.Up] = append(kids[gh.Up], child{key: key, id: gh.ID, node: gh})
 	}
-	for _, ph := range t.Placeholders {
+	for _, ph := range b.t.Placeholders {
 		key := math.MaxInt32
 		if len(ph.Indices) > 0 {
 			key = ph.Indices[0]
@@ -425,54 +468,28 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 			return cmp.Or(cmp.Compare(a.key, b.key), strings.Compare(a.id, b.id))
 		})
 	}
+	b.kids = kids
+}
 
-	// Layout: leaves take consecutive slots, a parent sits over the middle
-	// of its children; depth is the turn (structural depth when unknown).
-	next := 0
-	visited := map[string]bool{}
-	var place func(c child, depth int) float64
-	place = func(c child, depth int) float64 {
-		if c.ph != nil {
-			c.ph.Depth = max(c.ph.Turn, depth)
-			c.ph.X = float64(next)
-			next++
-			return c.ph.X
-		}
-		n := c.node
-		visited[n.ID] = true
-		n.Depth = depth
-		if n.Turn > 0 {
-			n.Depth = n.Turn
-		}
-		var xs []float64
-		for _, k := range kids[n.ID] {
-			if k.node != nil && visited[k.node.ID] {
-				continue
-			}
-			xs = append(xs, place(k, n.Depth+1))
-		}
-		if len(xs) == 0 {
-			n.X = float64(next)
-			next++
-		} else {
-			n.X = (xs[0] + xs[len(xs)-1]) / 2
-		}
-		return n.X
+// layout places the items: leaves take consecutive slots, a parent sits
+// over the middle of its children; depth is the turn (structural depth
+// when unknown). Whatever the root does not reach (a cycle in the parent
+// links) hangs from the task, flagged.
+func (b *treeBuilder) layout() {
+	t := b.t
+	b.visited = map[string]bool{}
+	for _, c := range b.kids[""] {
+		b.place(c, 1)
 	}
-	for _, c := range kids[""] {
-		place(c, 1)
-	}
-	// Whatever the root did not reach (a cycle in the parent links) hangs
-	// from the task, flagged.
-	for _, n := range order {
-		if !visited[n.ID] {
+	for _, n := range b.order {
+		if !b.visited[n.ID] {
 			n.Detached = true
 			n.Up = ""
-			place(child{node: n}, 1)
+			b.place(child{node: n}, 1)
 		}
 	}
-	t.Width = max(next, 1)
-	all := append(order, ghosts...)
+	t.Width = max(b.next, 1)
+	all := append(b.order, b.ghosts...)
 	for _, n := range all {
 		t.Depth = max(t.Depth, n.Depth)
 	}
@@ -480,31 +497,64 @@ func buildTree(id string, samples []*Sample, dropZero bool) (*Tree, int) {
 		t.Depth = max(t.Depth, ph.Depth)
 	}
 	t.Nodes = all
+}
 
-	// Derived per node: descendants, a passed descendant, the diff to the
-	// parent's response.
-	var count func(n *Node, seen map[string]bool) (int, bool)
-	count = func(n *Node, seen map[string]bool) (int, bool) {
-		seen[n.ID] = true
-		total, solved := 0, false
-		for _, k := range kids[n.ID] {
-			if k.node == nil || seen[k.node.ID] {
-				continue
-			}
-			c, s := count(k.node, seen)
-			total += c + 1
-			solved = solved || s || (!k.node.Ghost && passed(k.node))
-		}
-		n.Descendants, n.SolvedBelow = total, solved
-		return total, solved
+// place lays out c and its subtree at depth, returning c's x.
+func (b *treeBuilder) place(c child, depth int) float64 {
+	if c.ph != nil {
+		c.ph.Depth = max(c.ph.Turn, depth)
+		c.ph.X = float64(b.next)
+		b.next++
+		return c.ph.X
 	}
-	for _, n := range all {
-		count(n, map[string]bool{})
-		if p := nodes[n.ParentID]; !n.Ghost && n.ParentID != "" && p != nil && !p.Ghost {
+	n := c.node
+	b.visited[n.ID] = true
+	n.Depth = depth
+	if n.Turn > 0 {
+		n.Depth = n.Turn
+	}
+	var xs []float64
+	for _, k := range b.kids[n.ID] {
+		if k.node != nil && b.visited[k.node.ID] {
+			continue
+		}
+		xs = append(xs, b.place(k, n.Depth+1))
+	}
+	if len(xs) == 0 {
+		n.X = float64(b.next)
+		b.next++
+	} else {
+		n.X = (xs[0] + xs[len(xs)-1]) / 2
+	}
+	return n.X
+}
+
+// derive sets what each node shows of its subtree: descendants, a passed
+// descendant, and the diff to the parent's response.
+func (b *treeBuilder) derive() {
+	for _, n := range b.t.Nodes {
+		b.count(n, map[string]bool{})
+		if p := b.nodes[n.ParentID]; !n.Ghost && n.ParentID != "" && p != nil && !p.Ghost {
 			n.Diff = LineDiff(p.Response, n.Response, maxDiffLines)
 		}
 	}
-	return t, dups
+}
+
+// count sets n's descendants and whether one passed, not going through
+// the nodes in seen.
+func (b *treeBuilder) count(n *Node, seen map[string]bool) (int, bool) {
+	seen[n.ID] = true
+	total, solved := 0, false
+	for _, k := range b.kids[n.ID] {
+		if k.node == nil || seen[k.node.ID] {
+			continue
+		}
+		c, s := b.count(k.node, seen)
+		total += c + 1
+		solved = solved || s || (!k.node.Ghost && passed(k.node))
+	}
+	n.Descendants, n.SolvedBelow = total, solved
+	return total, solved
 }
 
 // passed says whether a node's response passed its tests.
