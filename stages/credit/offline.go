@@ -127,18 +127,8 @@ func DecodeOfflineSample(b []byte) (*topics.Sample, error) {
 // *LineError naming it.
 func Offline(ctx context.Context, in io.Reader, out io.Writer, opts OfflineOptions) (OfflineReport, error) {
 	var rep OfflineReport
-	if err := ValidateCreditConfig(opts.Credit); err != nil {
+	if err := opts.validate(); err != nil {
 		return rep, err
-	}
-	for _, s := range opts.Summaries {
-		if err := ValidateCreditConfig(s.Config); err != nil {
-			return rep, err
-		}
-	}
-	switch opts.Incomplete {
-	case IncompleteDrop, IncompleteFlag:
-	default:
-		return rep, fmt.Errorf("credit: incomplete must be %s or %s, got %q", IncompleteDrop, IncompleteFlag, opts.Incomplete)
 	}
 	logw := opts.Log
 	if logw == nil {
@@ -148,33 +138,7 @@ func Offline(ctx context.Context, in io.Reader, out io.Writer, opts OfflineOptio
 		out = io.Discard
 	}
 	bw := bufio.NewWriterSize(out, 1<<20)
-	enc := json.NewEncoder(bw)
-	open := map[string]*Tree{}
-	var order []string // open trees by first appearance
-	done := map[string]bool{}
-
-	write := func(t *Tree) error {
-		ct, st := Credit(t, opts.Credit)
-		rep.PrunedNodes += st.PrunedNodes
-		rep.ZeroSignalGroups += st.ZeroSignalGroups
-		rep.DroppedSamples += st.DroppedSamples
-		for _, sum := range opts.Summaries {
-			if reflect.DeepEqual(sum.Config, opts.Credit) {
-				sum.Add(&ct, t.Len())
-				continue
-			}
-			other, _ := Credit(t, sum.Config)
-			sum.Add(&other, t.Len())
-		}
-		for i := range ct.Samples {
-			line := OfflineLine{CreditedSample: ct.Samples[i], Incomplete: ct.Incomplete, Config: ct.Config}
-			if err := enc.Encode(&line); err != nil {
-				return fmt.Errorf("credit: write tree %s: %w", t.ID(), err)
-			}
-			rep.Written++
-		}
-		return nil
-	}
+	r := &offlineRun{opts: opts, rep: &rep, enc: json.NewEncoder(bw), open: map[string]*Tree{}, done: map[string]bool{}}
 
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 1<<20), topics.MaxRecordBytes+1)
@@ -191,57 +155,131 @@ func Offline(ctx context.Context, in io.Reader, out io.Writer, opts OfflineOptio
 			}
 		}
 		rep.Lines++
-		s, err := DecodeOfflineSample(b)
-		if err != nil {
-			return rep, &LineError{Line: lineNo, Err: err}
-		}
-		if done[s.TreeID] {
-			rep.Duplicates++
-			continue
-		}
-		t := open[s.TreeID]
-		if t == nil {
-			t = NewTree(s.TreeID)
-			open[s.TreeID] = t
-			order = append(order, s.TreeID)
-		}
-		added, err := t.Add(s)
-		if err != nil {
-			return rep, &LineError{Line: lineNo, Err: err}
-		}
-		if !added {
-			rep.Duplicates++
-			continue
-		}
-		if t.Complete() {
-			if err := write(t); err != nil {
-				return rep, err
-			}
-			rep.Trees++
-			delete(open, s.TreeID)
-			done[s.TreeID] = true
+		if err := r.add(b, lineNo); err != nil {
+			return rep, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return rep, &LineError{Line: lineNo + 1, Err: err}
 	}
-	for _, id := range order {
-		t := open[id]
-		if t == nil {
-			continue
-		}
-		rep.IncompleteTrees++
-		action := "skipped"
-		if opts.Incomplete == IncompleteFlag {
-			action = "written flagged incomplete"
-			if err := write(t); err != nil {
-				return rep, err
-			}
-		}
-		fmt.Fprintf(logw, "credit: tree %s incomplete (%d samples; %s): %s\n", id, t.Len(), t.Missing(), action)
+	if err := r.closeIncomplete(logw); err != nil {
+		return rep, err
 	}
 	if err := bw.Flush(); err != nil {
 		return rep, fmt.Errorf("credit: write: %w", err)
 	}
 	return rep, nil
+}
+
+// validate checks the options' credit configs and incomplete policy.
+func (opts OfflineOptions) validate() error {
+	if err := ValidateCreditConfig(opts.Credit); err != nil {
+		return err
+	}
+	for _, s := range opts.Summaries {
+		if err := ValidateCreditConfig(s.Config); err != nil {
+			return err
+		}
+	}
+	switch opts.Incomplete {
+	case IncompleteDrop, IncompleteFlag:
+		return nil
+	default:
+		return fmt.Errorf("credit: incomplete must be %s or %s, got %q", IncompleteDrop, IncompleteFlag, opts.Incomplete)
+	}
+}
+
+// offlineRun is Offline's trees: those still open, by first appearance,
+// and those credited.
+type offlineRun struct {
+	opts  OfflineOptions
+	rep   *OfflineReport
+	enc   *json.Encoder
+	open  map[string]*Tree
+	order []string // open trees by first appearance
+	done  map[string]bool
+}
+
+// add adds the sample of line lineNo (b) to its tree, and credits the
+// tree when that completes it.
+func (r *offlineRun) add(b []byte, lineNo int) error {
+	rep := r.rep
+	s, err := DecodeOfflineSample(b)
+	if err != nil {
+		return &LineError{Line: lineNo, Err: err}
+	}
+	if r.done[s.TreeID] {
+		rep.Duplicates++
+		return nil
+	}
+	t := r.open[s.TreeID]
+	if t == nil {
+		t = NewTree(s.TreeID)
+		r.open[s.TreeID] = t
+		r.order = append(r.order, s.TreeID)
+	}
+	added, err := t.Add(s)
+	if err != nil {
+		return &LineError{Line: lineNo, Err: err}
+	}
+	if !added {
+		rep.Duplicates++
+		return nil
+	}
+	if t.Complete() {
+		if err := r.write(t); err != nil {
+			return err
+		}
+		rep.Trees++
+		delete(r.open, s.TreeID)
+		r.done[s.TreeID] = true
+	}
+	return nil
+}
+
+// closeIncomplete reports the trees still open at the end of the input,
+// and credits and writes them flagged when the options say so.
+func (r *offlineRun) closeIncomplete(logw io.Writer) error {
+	for _, id := range r.order {
+		t := r.open[id]
+		if t == nil {
+			continue
+		}
+		r.rep.IncompleteTrees++
+		action := "skipped"
+		if r.opts.Incomplete == IncompleteFlag {
+			action = "written flagged incomplete"
+			if err := r.write(t); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(logw, "credit: tree %s incomplete (%d samples; %s): %s\n", id, t.Len(), t.Missing(), action)
+	}
+	return nil
+}
+
+// write credits t, adds it to the summaries (each with its own config)
+// and writes its credited samples.
+func (r *offlineRun) write(t *Tree) error {
+	opts, rep := r.opts, r.rep
+	ct, st := Credit(t, opts.Credit)
+	rep.PrunedNodes += st.PrunedNodes
+	rep.ZeroSignalGroups += st.ZeroSignalGroups
+	rep.DroppedSamples += st.DroppedSamples
+	for _, sum := range opts.Summaries {
+		if reflect.DeepEqual(sum.Config, opts.Credit) {
+			sum.Add(&ct, t.Len())
+			continue
+		}
+		other, _ := Credit(t, sum.Config)
+		sum.Add(&other, t.Len())
+	}
+	for i := range ct.Samples {
+		line := OfflineLine{CreditedSample: ct.Samples[i], Incomplete: ct.Incomplete, Config: ct.Config}
+		if err := r.enc.Encode(&line); err != nil {
+			return fmt.Errorf("credit: write tree %s: %w", t.ID(), err)
+		}
+		rep.Written++
+	}
+	return nil
 }
