@@ -127,8 +127,21 @@ func (t *Tree) bad(s *topics.Sample, field, format string, args ...any) error {
 }
 
 // check verifies the fields the core relies on, without the rest of the
-// online validation (so offline inputs may carry only the credit fields).
+// online validation (so offline inputs may carry only the credit fields):
+// its ids, its own fields, then its turn against the tree's groups.
 func (t *Tree) check(s *topics.Sample, self, parent ref, parentOK bool) error {
+	if err := t.checkIDs(s); err != nil {
+		return err
+	}
+	if err := t.checkFields(s); err != nil {
+		return err
+	}
+	return t.checkTurn(s, self, parent, parentOK)
+}
+
+// checkIDs verifies s's tree, node, parent and group ids: present, and
+// consistent with the root group's id and with each other.
+func (t *Tree) checkIDs(s *topics.Sample) error {
 	switch {
 	case s.TreeID != t.id:
 		return t.bad(s, "tree_id", "sample belongs to tree %q", s.TreeID)
@@ -148,6 +161,14 @@ func (t *Tree) check(s *topics.Sample, self, parent ref, parentOK bool) error {
 		return t.bad(s, "node_id", "node id %q is the root group's id", s.NodeID)
 	case s.ParentID == "" && s.NodeID == s.GroupID:
 		return t.bad(s, "node_id", "node id %q is its own group's id", s.NodeID)
+	}
+	return nil
+}
+
+// checkFields verifies s's group size, turns, children requested, reward
+// and route.
+func (t *Tree) checkFields(s *topics.Sample) error {
+	switch {
 	case s.GroupSize < 1:
 		return t.bad(s, "group_size", "must be >= 1, got %d", s.GroupSize)
 	case s.Turn < 1:
@@ -163,9 +184,15 @@ func (t *Tree) check(s *topics.Sample, self, parent ref, parentOK bool) error {
 	}
 	switch s.Route {
 	case topics.RouteTrain, topics.RouteMasked, topics.RouteLastStepPenalty:
+		return nil
 	default:
 		return t.bad(s, "route", "unknown route %q", s.Route)
 	}
+}
+
+// checkTurn verifies s's turn: 1 in the root group, its group's turn, and
+// one less than its children's.
+func (t *Tree) checkTurn(s *topics.Sample, self, parent ref, parentOK bool) error {
 	if s.ParentID == "" && s.Turn != 1 {
 		return t.bad(s, "turn", "a root-group member has turn %d, want 1", s.Turn)
 	}
