@@ -327,7 +327,36 @@ func align(a, b []norm) []int {
 	if len(a) == 0 || len(b) == 0 {
 		return res
 	}
-	// Candidates, by base name to keep this near linear.
+	pairs := candidatePairs(a, b)
+	usedB := make([]bool, len(b))
+	// 1. Anchors: equal messages that pair only with each other.
+	anchors := matchAnchors(a, b, pairs, res, usedB)
+	// 2. The rest, best tier and nearest first.
+	rest := nearPairs(a, b, pairs, res, usedB, anchors)
+	sort.SliceStable(rest, func(x, y int) bool {
+		p, q := rest[x], rest[y]
+		if p.tier != q.tier {
+			return p.tier < q.tier
+		}
+		if p.dist != q.dist {
+			return p.dist < q.dist
+		}
+		if p.i != q.i {
+			return p.i < q.i
+		}
+		return p.j < q.j
+	})
+	for _, p := range rest {
+		if res[p.i] < 0 && !usedB[p.j] {
+			res[p.i], usedB[p.j] = p.j, true
+		}
+	}
+	return res
+}
+
+// candidatePairs are the pairs of a and b of some tier, looked up by base
+// name to keep this near linear.
+func candidatePairs(a, b []norm) []pair {
 	byBase := map[string][]int{}
 	for j := range b {
 		byBase[b[j].base] = append(byBase[b[j].base], j)
@@ -349,48 +378,67 @@ func align(a, b []norm) []int {
 			}
 		}
 	}
-	usedB := make([]bool, len(b))
-	// 1. Anchors: equal messages that pair only with each other.
+	return pairs
+}
+
+// anchor is a line of a matched exactly, and how far its match in b moved.
+type anchor struct{ line, shift int }
+
+// anchors are each file's anchors, by line.
+type anchors map[string][]anchor
+
+// shift estimates how far a line of a moved in b: the shift of the
+// nearest anchor above it (below it when there is none above).
+func (an anchors) shift(file []string, line int) int {
+	as := an[strings.Join(file, "/")]
+	if len(as) == 0 {
+		return 0
+	}
+	k := sort.Search(len(as), func(x int) bool { return as[x].line > line })
+	if k == 0 {
+		return as[0].shift
+	}
+	return as[k-1].shift
+}
+
+// matchAnchors matches, in res and usedB, the exact pairs whose members
+// pair exactly with nothing else, and returns them as anchors.
+func matchAnchors(a, b []norm, pairs []pair, res []int, usedB []bool) anchors {
 	nA, nB := map[int]int{}, map[int]int{}
-	subA, subB := map[int]int{}, map[int]int{}
 	for _, p := range pairs {
 		if p.tier == tierExact {
 			nA[p.i]++
 			nB[p.j]++
 		}
-		if p.tier <= tierSub {
-			subA[p.i]++
-			subB[p.j]++
-		}
 	}
-	type anchor struct{ line, shift int }
-	anchors := map[string][]anchor{}
+	an := anchors{}
 	for _, p := range pairs {
 		if p.tier == tierExact && nA[p.i] == 1 && nB[p.j] == 1 && res[p.i] < 0 && !usedB[p.j] {
 			res[p.i], usedB[p.j] = p.j, true
 			if a[p.i].line > 0 && b[p.j].line > 0 {
 				k := strings.Join(b[p.j].file, "/")
-				anchors[k] = append(anchors[k], anchor{a[p.i].line, b[p.j].line - a[p.i].line})
+				an[k] = append(an[k], anchor{a[p.i].line, b[p.j].line - a[p.i].line})
 			}
 		}
 	}
-	for _, as := range anchors {
+	for _, as := range an {
 		sort.Slice(as, func(x, y int) bool { return as[x].line < as[y].line })
 	}
-	// shift estimates how far a line of a moved in b: the shift of the
-	// nearest anchor above it (below it when there is none above).
-	shift := func(file []string, line int) int {
-		as := anchors[strings.Join(file, "/")]
-		if len(as) == 0 {
-			return 0
+	return an
+}
+
+// nearPairs are the pairs still open, with their distance after the
+// anchors' shift; a substring pair far off is kept only when neither
+// member has another, a code pair only within codeLineTolerance. It
+// filters pairs in place.
+func nearPairs(a, b []norm, pairs []pair, res []int, usedB []bool, an anchors) []pair {
+	subA, subB := map[int]int{}, map[int]int{}
+	for _, p := range pairs {
+		if p.tier <= tierSub {
+			subA[p.i]++
+			subB[p.j]++
 		}
-		k := sort.Search(len(as), func(x int) bool { return as[x].line > line })
-		if k == 0 {
-			return as[0].shift
-		}
-		return as[k-1].shift
 	}
-	// 2. The rest, best tier and nearest first.
 	rest := pairs[:0]
 	for _, p := range pairs {
 		if res[p.i] >= 0 || usedB[p.j] {
@@ -400,7 +448,7 @@ func align(a, b []norm) []int {
 		if ai.line == 0 || bj.line == 0 {
 			p.dist = LineTolerance
 		} else {
-			p.dist = abs(bj.line - (ai.line + shift(bj.file, ai.line)))
+			p.dist = abs(bj.line - (ai.line + an.shift(bj.file, ai.line)))
 		}
 		switch p.tier {
 		case tierSub:
@@ -414,23 +462,5 @@ func align(a, b []norm) []int {
 		}
 		rest = append(rest, p)
 	}
-	sort.SliceStable(rest, func(x, y int) bool {
-		p, q := rest[x], rest[y]
-		if p.tier != q.tier {
-			return p.tier < q.tier
-		}
-		if p.dist != q.dist {
-			return p.dist < q.dist
-		}
-		if p.i != q.i {
-			return p.i < q.i
-		}
-		return p.j < q.j
-	})
-	for _, p := range rest {
-		if res[p.i] < 0 && !usedB[p.j] {
-			res[p.i], usedB[p.j] = p.j, true
-		}
-	}
-	return res
+	return rest
 }
