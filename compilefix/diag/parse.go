@@ -135,6 +135,40 @@ var hintFamilies = map[string][]string{
 	ToolPython: {"python"},
 }
 
+// toolAlias are the names NormalizeTool knows for each tool (toolNames
+// is the same by name), and toolPrefixes the prefixes of versioned names
+// ("gcc-12", "python3.12").
+var (
+	toolNames = map[string]string{}
+	toolAlias = map[string][]string{
+		ToolClang:  {"clang", "clang++"},
+		ToolGCC:    {"gcc", "g++", "cc", "c++", "c", "cpp"},
+		ToolMake:   {"make", "gmake", "cmake", "ninja", "autotools"},
+		ToolGo:     {"go", "golang", "go build", "go vet", "gc"},
+		ToolJavac:  {"javac", "java", "ecj"},
+		ToolMaven:  {"maven", "mvn", "mvnw"},
+		ToolGradle: {"gradle", "gradlew", "kotlin", "kotlinc"},
+		ToolRustc:  {"rustc", "rust", "cargo", "clippy", "cargo-clippy"},
+		ToolTsc:    {"tsc", "typescript", "ts"},
+		ToolPython: {"python", "py", "py_compile", "compileall"},
+	}
+	toolPrefixes = []struct{ prefix, tool string }{
+		{"clang-", ToolClang},
+		{"gcc-", ToolGCC},
+		{"g++-", ToolGCC},
+		{"python3", ToolPython},
+		{"python2", ToolPython},
+	}
+)
+
+func init() {
+	for tool, names := range toolAlias {
+		for _, n := range names {
+			toolNames[n] = tool
+		}
+	}
+}
+
 // NormalizeTool maps the many names of a tool ("g++", "cargo", "mvn",
 // "python3", "npx tsc"...) to the names Parse uses; unknown names give "".
 func NormalizeTool(tool string) string {
@@ -143,31 +177,13 @@ func NormalizeTool(tool string) string {
 		t = t[i+1:]
 	}
 	t = strings.TrimPrefix(t, "npx ")
-	switch {
-	case t == "":
-		return ""
-	case t == "clang" || t == "clang++" || strings.HasPrefix(t, "clang-"):
-		return ToolClang
-	case t == "gcc" || t == "g++" || t == "cc" || t == "c++" || t == "c" || t == "cpp" ||
-		strings.HasPrefix(t, "gcc-") || strings.HasPrefix(t, "g++-"):
-		return ToolGCC
-	case t == "make" || t == "gmake" || t == "cmake" || t == "ninja" || t == "autotools":
-		return ToolMake
-	case t == "go" || t == "golang" || t == "go build" || t == "go vet" || t == "gc":
-		return ToolGo
-	case t == "javac" || t == "java" || t == "ecj":
-		return ToolJavac
-	case t == "maven" || t == "mvn" || t == "mvnw":
-		return ToolMaven
-	case t == "gradle" || t == "gradlew" || t == "kotlin" || t == "kotlinc":
-		return ToolGradle
-	case t == "rustc" || t == "rust" || t == "cargo" || t == "clippy" || t == "cargo-clippy":
-		return ToolRustc
-	case t == "tsc" || t == "typescript" || t == "ts":
-		return ToolTsc
-	case t == "python" || t == "py" || t == "py_compile" || t == "compileall" ||
-		strings.HasPrefix(t, "python3") || strings.HasPrefix(t, "python2"):
-		return ToolPython
+	if n, ok := toolNames[t]; ok {
+		return n
+	}
+	for _, p := range toolPrefixes {
+		if strings.HasPrefix(t, p.prefix) {
+			return p.tool
+		}
 	}
 	return ""
 }
