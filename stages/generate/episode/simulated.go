@@ -176,6 +176,23 @@ func NewSimulatedAgent(cfg SimulatedConfig, task *topics.Task, prompt *topics.Pr
 	}
 	a := &SimulatedAgent{cfg: cfg, nodeID: nodeID}
 	r := a.rngFor("plan")
+	a.locate(task)
+	repeat := a.choose(r, feedbackReading(task, prompt))
+	a.openingScript(r, repeat)
+	if prompt != nil {
+		a.prompt = prompt.TokenIDs
+		if len(a.prompt) == 0 {
+			a.prompt = policy.Tokenize(prompt.Text)
+		}
+	}
+	return a, nil
+}
+
+// locate finds what the episode works on: the reference patch's edits,
+// the target file (the reference's first, else the first target
+// diagnostic's), the diagnostic's line in it, and a search pattern (from
+// the diagnostic's message, else the first line the reference deletes).
+func (a *SimulatedAgent) locate(task *topics.Task) {
 	a.ref = referenceEdits(task.ReferencePatch)
 	if len(a.ref) > 0 {
 		a.target = a.ref[0].path
@@ -195,9 +212,15 @@ func NewSimulatedAgent(cfg SimulatedConfig, task *topics.Task, prompt *topics.Pr
 			a.pattern = regexp.QuoteMeta(strings.TrimSpace(l))
 		}
 	}
+}
 
-	p := &a.plan
-	p.Feedback = feedbackReading(task, prompt)
+// choose draws the plan's choices: repair or a wrong edit, search, build,
+// fix after the build, the ending, and the turn of a repeated call, with
+// the repair probability of how the feedback reads. It reports whether a
+// call is repeated.
+func (a *SimulatedAgent) choose(r *rand.Rand, feedback string) bool {
+	cfg, p := a.cfg, &a.plan
+	p.Feedback = feedback
 	pRepair := cfg.PRepair
 	switch p.Feedback {
 	case FeedbackDiagnostic:
@@ -226,8 +249,14 @@ func NewSimulatedAgent(cfg SimulatedConfig, task *topics.Task, prompt *topics.Pr
 	default:
 		p.Ending = EndingSubmit
 	}
+	return uRepeat < cfg.PRepeat
+}
 
-	// The opening script: search, read, edits, build.
+// openingScript queues the opening calls (search, read, edits, build) and
+// places the repeated call, when there is one, among the turns before the
+// submit.
+func (a *SimulatedAgent) openingScript(r *rand.Rand, repeat bool) {
+	p := &a.plan
 	if p.Search {
 		a.push(a.searchCall(r), pick(r, searchTexts))
 	}
@@ -247,7 +276,7 @@ func NewSimulatedAgent(cfg SimulatedConfig, task *topics.Task, prompt *topics.Pr
 		a.push(call(ToolBuild), pick(r, buildTexts))
 	}
 	p.RepeatAt = -1
-	if uRepeat < cfg.PRepeat {
+	if repeat {
 		n := len(a.queue) // turns 0..n-1 make no submit
 		if deleteLater {
 			n++
@@ -257,13 +286,6 @@ func NewSimulatedAgent(cfg SimulatedConfig, task *topics.Task, prompt *topics.Pr
 		}
 		p.RepeatAt = 1 + r.IntN(max(n, 1))
 	}
-	if prompt != nil {
-		a.prompt = prompt.TokenIDs
-		if len(a.prompt) == 0 {
-			a.prompt = policy.Tokenize(prompt.Text)
-		}
-	}
-	return a, nil
 }
 
 // Plan is what the agent chose.
