@@ -276,6 +276,31 @@ func DefaultConfig() Config {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	var errs []error
+	errs = append(errs, c.rewardErrors()...)
+	errs = append(errs, c.judgeErrors()...)
+	errs = append(errs, c.scorerErrors()...)
+	errs = append(errs, c.shapingErrors()...)
+	errs = append(errs, c.expansionErrors()...)
+	if c.usesLLM() {
+		if err := c.LLM.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.TaskWait < 0 {
+		errs = append(errs, fmt.Errorf("task_wait must be >= 0, got %s", c.TaskWait))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("concurrency must be >= 1, got %d", c.Concurrency))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("govern config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// rewardErrors checks the reward policy and its tiers.
+func (c Config) rewardErrors() []error {
+	var errs []error
 	if !validPolicy(c.RewardPolicy) {
 		errs = append(errs, fmt.Errorf("reward_policy %q: want pass_rate, binary or tiered", c.RewardPolicy))
 	}
@@ -291,40 +316,50 @@ func (c Config) Validate() error {
 	if !(c.Tiers.NoCompile <= c.Tiers.Unsure && c.Tiers.Unsure <= c.Tiers.Correct) {
 		errs = append(errs, fmt.Errorf("tiers must be ordered no_compile <= unsure <= correct, got %+v", c.Tiers))
 	}
+	return errs
+}
+
+// judgeErrors checks the two judge lists, the artifact judge's config
+// when it is listed with a store, and the LLM judge's when compile-fix
+// lists it.
+func (c Config) judgeErrors() []error {
+	errs := judgeListErrors("judges", c.Judges, []string{JudgeTests, JudgeReferencePatch, JudgeLLM}, "tests, reference_patch, llm")
+	errs = append(errs, judgeListErrors("compile_fix_judges", c.CompileFixJudges, []string{JudgeReferencePatch, JudgeArtifact, JudgeLLM}, "reference_patch, artifact, llm")...)
+	if c.Artifact.Store != "" && slices.Contains(c.CompileFixJudges, JudgeArtifact) {
+		if err := c.Artifact.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("artifact: %w", err))
+		}
+	}
+	return errs
+}
+
+// judgeListErrors checks that a judge list names only known judges
+// (listed in hint), each once.
+func judgeListErrors(field string, judges, known []string, hint string) []error {
+	var errs []error
 	seen := map[string]bool{}
-	for _, j := range c.Judges {
-		switch j {
-		case JudgeTests, JudgeReferencePatch, JudgeLLM:
-		default:
-			errs = append(errs, fmt.Errorf("judges: unknown judge %q (tests, reference_patch, llm)", j))
+	for _, j := range judges {
+		if !slices.Contains(known, j) {
+			errs = append(errs, fmt.Errorf("%s: unknown judge %q (%s)", field, j, hint))
 		}
 		if seen[j] {
-			errs = append(errs, fmt.Errorf("judges: %q listed twice", j))
+			errs = append(errs, fmt.Errorf("%s: %q listed twice", field, j))
 		}
 		seen[j] = true
 	}
-	seen = map[string]bool{}
-	for _, j := range c.CompileFixJudges {
-		switch j {
-		case JudgeReferencePatch, JudgeArtifact, JudgeLLM:
-		default:
-			errs = append(errs, fmt.Errorf("compile_fix_judges: unknown judge %q (reference_patch, artifact, llm)", j))
-		}
-		if seen[j] {
-			errs = append(errs, fmt.Errorf("compile_fix_judges: %q listed twice", j))
-		}
-		seen[j] = true
-	}
+	return errs
+}
+
+// scorerErrors checks the step and episode scorers, what a scorer's
+// failure does, the heuristic scorer's scores, the LLM judge's config
+// when compile-fix lists it, and the LLM scorer's when one is used.
+func (c Config) scorerErrors() []error {
+	var errs []error
 	for name, v := range map[string]string{"scorer": c.Scorer, "episode_scorer": c.EpisodeScorer} {
 		switch v {
 		case ScorerNone, ScorerHeuristic, ScorerLLM:
 		default:
 			errs = append(errs, fmt.Errorf("%s %q: want none, heuristic or llm", name, v))
-		}
-	}
-	if c.Artifact.Store != "" && slices.Contains(c.CompileFixJudges, JudgeArtifact) {
-		if err := c.Artifact.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("artifact: %w", err))
 		}
 	}
 	switch c.ScorerFailure {
@@ -339,7 +374,7 @@ func (c Config) Validate() error {
 			break
 		}
 	}
-	if seen[JudgeLLM] {
+	if slices.Contains(c.CompileFixJudges, JudgeLLM) {
 		errs = append(errs, c.LLMJudge.validate("llm_judge")...)
 	}
 	if c.Scorer == ScorerLLM || c.EpisodeScorer == ScorerLLM {
@@ -348,6 +383,14 @@ func (c Config) Validate() error {
 		}
 		errs = append(errs, llmCommon("llm_scorer", c.LLMScorer.Attempts, c.LLMScorer.CacheSize, c.LLMScorer.Timeout)...)
 	}
+	return errs
+}
+
+// shapingErrors checks what shapes a reward after the judges: the
+// repetition detector, the step cap, the group-stats causes, the penalty
+// weight and the masked and penalty rewards.
+func (c Config) shapingErrors() []error {
+	var errs []error
 	if err := c.Repetition.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -367,6 +410,13 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("masked_reward/penalty_reward must be finite, got %g", v))
 		}
 	}
+	return errs
+}
+
+// expansionErrors checks the expansion prompts' size, template and
+// skipped causes.
+func (c Config) expansionErrors() []error {
+	var errs []error
 	if c.Expansion.MaxPromptBytes < 256 {
 		errs = append(errs, fmt.Errorf("expansion.max_prompt_bytes must be >= 256, got %d", c.Expansion.MaxPromptBytes))
 	}
@@ -378,21 +428,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("expansion.skip_causes: %q is not a normal failure cause", cause))
 		}
 	}
-	if c.usesLLM() {
-		if err := c.LLM.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if c.TaskWait < 0 {
-		errs = append(errs, fmt.Errorf("task_wait must be >= 0, got %s", c.TaskWait))
-	}
-	if c.Concurrency < 1 {
-		errs = append(errs, fmt.Errorf("concurrency must be >= 1, got %d", c.Concurrency))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("govern config: %w", errors.Join(errs...))
-	}
-	return nil
+	return errs
 }
 
 // usesLLM reports whether the LLM judge or the LLM scorer is configured.
