@@ -141,113 +141,137 @@ const (
 // hunks, whose first line may be indented anywhere) rather than
 // indent/dedent tokens of the block structure (for whole programs).
 func codeTokens(src string, lang codeLang, columns bool) []string {
-	src = strings.ReplaceAll(src, "\r\n", "\n")
-	var toks []string
-	var indents []int
-	depth := 0
-	lineStart, col := true, 0 // at the start of a physical line; its indentation
-	pendingEOL := false       // a logical line ended since the last token
-	lineEnds := lang != langCLike
-	emit := func(tok string) {
-		if lineEnds && (len(toks) == 0 || pendingEOL) {
-			switch {
-			case lang == langPython && columns:
-				toks = append(toks, "\x00col"+strconv.Itoa(col))
-			case lang == langPython:
-				if pendingEOL {
-					toks = append(toks, tokEOL)
-				}
-				toks, indents = indentTokens(toks, indents, col)
-			case pendingEOL:
-				toks = append(toks, tokEOL)
-			}
-			pendingEOL = false
-		}
-		toks = append(toks, tok)
-	}
-	hashComments := lang == langPython || lang == langHash
-	n := len(src)
-	for i := 0; i < n; {
-		c := src[i]
-		switch {
-		case c == '\n':
-			if depth == 0 && len(toks) > 0 {
-				pendingEOL = true
-			}
-			lineStart, col = true, 0
-			i++
-			continue
-		case c == '\\' && i+1 < n && src[i+1] == '\n': // line continuation
-			i += 2
-			continue
-		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
-			if lineStart {
-				if c == '\t' {
-					col = (col/8 + 1) * 8
-				} else {
-					col++
-				}
-			}
-			i++
-			continue
-		case c == '#' && hashComments, c == '/' && lang == langCLike && i+1 < n && src[i+1] == '/':
-			for i < n && src[i] != '\n' {
-				i++
-			}
-			continue
-		case c == '/' && lang == langCLike && i+1 < n && src[i+1] == '*':
-			end := strings.Index(src[i+2:], "*/")
-			if end < 0 {
-				i = n
-			} else {
-				i += 2 + end + 2
-			}
-			continue
-		}
-		lineStart = false
-		switch {
-		case c == '"' || c == '\'' || (c == '`' && lang != langPython):
-			tok, next := stringToken(src, i, "", lang)
-			emit(tok)
+	z := &tokenizer{src: strings.ReplaceAll(src, "\r\n", "\n"), lang: lang, columns: columns,
+		lineStart: true, lineEnds: lang != langCLike, hashComments: lang == langPython || lang == langHash}
+	for i := 0; i < len(z.src); {
+		if next, ok := z.skip(i); ok {
 			i = next
-		case isWordByte(c):
-			j := i
-			for j < n && isWordByte(src[j]) {
+			continue
+		}
+		z.lineStart = false
+		i = z.token(i)
+	}
+	return dropTrailingCommas(z.toks)
+}
+
+// tokenizer is codeTokens' state.
+type tokenizer struct {
+	src          string
+	lang         codeLang
+	columns      bool
+	toks         []string
+	indents      []int
+	depth        int  // open brackets
+	lineStart    bool // at the start of a physical line
+	col          int  // the physical line's indentation
+	pendingEOL   bool // a logical line ended since the last token
+	lineEnds     bool // line ends are tokens (not in C-like code)
+	hashComments bool
+}
+
+// emit appends tok, after the line structure due before it: the line's
+// column, or the end of line and indent/dedent tokens (Python), or the
+// end of line.
+func (z *tokenizer) emit(tok string) {
+	if z.lineEnds && (len(z.toks) == 0 || z.pendingEOL) {
+		switch {
+		case z.lang == langPython && z.columns:
+			z.toks = append(z.toks, "\x00col"+strconv.Itoa(z.col))
+		case z.lang == langPython:
+			if z.pendingEOL {
+				z.toks = append(z.toks, tokEOL)
+			}
+			z.toks, z.indents = indentTokens(z.toks, z.indents, z.col)
+		case z.pendingEOL:
+			z.toks = append(z.toks, tokEOL)
+		}
+		z.pendingEOL = false
+	}
+	z.toks = append(z.toks, tok)
+}
+
+// skip skips what at src[i] makes no token (a line end, a line
+// continuation, blanks, a comment) and returns the index after it, or
+// false when a token starts at i.
+func (z *tokenizer) skip(i int) (int, bool) {
+	src, n, c := z.src, len(z.src), z.src[i]
+	switch {
+	case c == '\n':
+		if z.depth == 0 && len(z.toks) > 0 {
+			z.pendingEOL = true
+		}
+		z.lineStart, z.col = true, 0
+		return i + 1, true
+	case c == '\\' && i+1 < n && src[i+1] == '\n': // line continuation
+		return i + 2, true
+	case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
+		if z.lineStart {
+			if c == '\t' {
+				z.col = (z.col/8 + 1) * 8
+			} else {
+				z.col++
+			}
+		}
+		return i + 1, true
+	case c == '#' && z.hashComments, c == '/' && z.lang == langCLike && i+1 < n && src[i+1] == '/':
+		for i < n && src[i] != '\n' {
+			i++
+		}
+		return i, true
+	case c == '/' && z.lang == langCLike && i+1 < n && src[i+1] == '*':
+		end := strings.Index(src[i+2:], "*/")
+		if end < 0 {
+			return n, true
+		}
+		return i + 2 + end + 2, true
+	}
+	return i, false
+}
+
+// token emits the token at src[i] (a string, a word or number, an
+// operator) and returns the index after it.
+func (z *tokenizer) token(i int) int {
+	src, n, c := z.src, len(z.src), z.src[i]
+	switch {
+	case c == '"' || c == '\'' || (c == '`' && z.lang != langPython):
+		tok, next := stringToken(src, i, "", z.lang)
+		z.emit(tok)
+		return next
+	case isWordByte(c):
+		j := i
+		for j < n && isWordByte(src[j]) {
+			j++
+		}
+		if c >= '0' && c <= '9' { // a number: 1.5e3, 0x1F, 1_000
+			for j < n && (isWordByte(src[j]) || src[j] == '.') {
 				j++
 			}
-			if c >= '0' && c <= '9' { // a number: 1.5e3, 0x1F, 1_000
-				for j < n && (isWordByte(src[j]) || src[j] == '.') {
-					j++
-				}
-			}
-			word := src[i:j]
-			if lang == langPython && j < n && (src[j] == '"' || src[j] == '\'') && pyPrefixes[strings.ToLower(word)] {
-				tok, next := stringToken(src, j, strings.ToLower(word), lang)
-				emit(tok)
-				i = next
-				continue
-			}
-			emit(word)
-			i = j
-		default:
-			op := src[i : i+1]
-			for _, o := range operators {
-				if strings.HasPrefix(src[i:], o) {
-					op = o
-					break
-				}
-			}
-			switch op {
-			case "(", "[", "{":
-				depth++
-			case ")", "]", "}":
-				depth = max(depth-1, 0)
-			}
-			emit(op)
-			i += len(op)
 		}
+		word := src[i:j]
+		if z.lang == langPython && j < n && (src[j] == '"' || src[j] == '\'') && pyPrefixes[strings.ToLower(word)] {
+			tok, next := stringToken(src, j, strings.ToLower(word), z.lang)
+			z.emit(tok)
+			return next
+		}
+		z.emit(word)
+		return j
+	default:
+		op := src[i : i+1]
+		for _, o := range operators {
+			if strings.HasPrefix(src[i:], o) {
+				op = o
+				break
+			}
+		}
+		switch op {
+		case "(", "[", "{":
+			z.depth++
+		case ")", "]", "}":
+			z.depth = max(z.depth-1, 0)
+		}
+		z.emit(op)
+		return i + len(op)
 	}
-	return dropTrailingCommas(toks)
 }
 
 // isWordByte reports whether c belongs to an identifier or number (bytes of
