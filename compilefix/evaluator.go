@@ -289,47 +289,53 @@ func (c *Evaluator) Close() {
 	clear(c.baselines)
 }
 
+// sandboxOutcome is the outcome of a build sandbox that failed: no verdict
+// on the patch.
+func sandboxOutcome(kind, msg string) Outcome {
+	out := Outcome{Status: topics.StatusSandboxError, SandboxError: msg, SandboxErrorKind: kind}
+	out.Feedback = "Status: sandbox_error\nThe build sandbox failed; this is not a verdict on the patch.\n"
+	return out
+}
+
+// inputError is what Evaluate returns when a task's input (its workspace,
+// its dependencies) cannot be read: ctx's error when it ended, a sandbox
+// error outcome saying msg when the input is missing or corrupt, else
+// transient.
+func inputError(ctx context.Context, err error, msg string, transient error) (Outcome, error) {
+	switch {
+	case ctx.Err() != nil:
+		return Outcome{}, ctx.Err()
+	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
+		return sandboxOutcome(topics.SandboxErrorInvalidJob, msg), nil
+	default:
+		return Outcome{}, topics.Transient(transient)
+	}
+}
+
 // Evaluate judges one candidate diff. The error is non-nil only when ctx
 // ends, the builder is closed, or the workspace store cannot be read right
 // now (transient: the record is retried).
 func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string, feedbackCap int) (Outcome, error) {
 	cf := task.CompileFix
-	sandboxErr := func(kind, msg string) (Outcome, error) {
-		out := Outcome{Status: topics.StatusSandboxError, SandboxError: msg, SandboxErrorKind: kind}
-		out.Feedback = "Status: sandbox_error\nThe build sandbox failed; this is not a verdict on the patch.\n"
-		return out, nil
-	}
 	if cf == nil {
-		return sandboxErr(topics.SandboxErrorInvalidJob, "compile-fix task without its compile_fix setting")
+		return sandboxOutcome(topics.SandboxErrorInvalidJob, "compile-fix task without its compile_fix setting"), nil
 	}
 	tree, err := c.Cache.Get(ctx, cf.Workspace)
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		return Outcome{}, ctx.Err()
-	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
-		return sandboxErr(topics.SandboxErrorInvalidJob, "workspace "+cf.Workspace+": "+err.Error())
-	default:
-		return Outcome{}, topics.Transient(fmt.Errorf("compilefix: workspace %s: %w", cf.Workspace, err))
+	if err != nil {
+		return inputError(ctx, err, "workspace "+cf.Workspace+": "+err.Error(), fmt.Errorf("compilefix: workspace %s: %w", cf.Workspace, err))
 	}
 	defer tree.Release()
 	deps, releaseDeps, err := c.dependencies(ctx, cf)
-	switch {
-	case err == nil:
-		defer releaseDeps()
-	case ctx.Err() != nil:
-		return Outcome{}, ctx.Err()
-	case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrCorrupt):
-		return sandboxErr(topics.SandboxErrorInvalidJob, err.Error())
-	default:
-		return Outcome{}, topics.Transient(err)
+	if err != nil {
+		return inputError(ctx, err, err.Error(), err)
 	}
+	defer releaseDeps()
 	base, err := c.baseline(ctx, task, tree, deps)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if base.note != "" {
-		return sandboxErr(topics.SandboxErrorInternal, "baseline build: "+base.note)
+		return sandboxOutcome(topics.SandboxErrorInternal, "baseline build: "+base.note), nil
 	}
 	total := 1 + min(len(cf.Tests), 1)
 	out := Outcome{TestsTotal: total}
@@ -348,11 +354,11 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 	}
 	overlay, err := os.MkdirTemp(c.dir(), "murphy-overlay-")
 	if err != nil {
-		return sandboxErr(topics.SandboxErrorInternal, "overlay: "+err.Error())
+		return sandboxOutcome(topics.SandboxErrorInternal, "overlay: "+err.Error()), nil
 	}
 	defer os.RemoveAll(overlay)
 	if err := writeOverlay(applied, overlay); err != nil {
-		return sandboxErr(topics.SandboxErrorInternal, err.Error())
+		return sandboxOutcome(topics.SandboxErrorInternal, err.Error()), nil
 	}
 	cmds := [][]string{cf.Build}
 	if len(cf.Tests) > 0 {
@@ -366,27 +372,53 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		return Outcome{}, err
 	}
 	if res.SandboxError != "" {
-		return sandboxErr(res.SandboxErrorKind, res.SandboxError)
+		return sandboxOutcome(res.SandboxErrorKind, res.SandboxError), nil
 	}
 	if harness {
-		return sandboxErr(topics.SandboxErrorHarnessTimeout, "the build was killed at its wall-clock limit twice without using its CPU time")
+		return sandboxOutcome(topics.SandboxErrorHarnessTimeout, "the build was killed at its wall-clock limit twice without using its CPU time"), nil
 	}
 	bc := res.Commands[0]
 	out.MaxRunCPU = bc.CPU
+	remaining, why := judgeBuild(&out, cf, base.diags, res)
+	if out.Status == topics.StatusPassed && len(cf.Tests) > 0 {
+		why += judgeTests(&out, cf, res.Commands[1], feedbackCap)
+	}
+	out.PassRate = float64(out.TestsPassed) / float64(out.TestsTotal)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Status: %s\n%s\n", out.Status, why)
+	if out.Status == topics.StatusCompileError || out.Status == topics.StatusTimeout ||
+		out.Status == topics.StatusMemory || out.Status == topics.StatusOutputLimit {
+		out.Results[0].Error = why
+		out.Diagnostics = excerpted(remaining, applied, tree.Dir(), overlay)
+		if len(remaining) > 0 {
+			b.WriteString(diag.Render(remaining, tree.Dir(), max(feedbackCap-b.Len(), 256)))
+		} else if !bc.OK() {
+			b.WriteString("Build output:\n" + topics.Truncate(string(bc.Output), max(feedbackCap-b.Len()-16, 256)) + "\n")
+		}
+	}
+	out.Feedback = topics.Truncate(b.String(), feedbackCap)
+	return out, nil
+}
+
+// judgeBuild sets out's status from the patched build: a limit it hit,
+// or the compile errors that remain of the targets (every error of the
+// baseline when the task states none) and the new ones, all within the
+// compile scope. It returns the diagnostics that remain and why.
+func judgeBuild(out *Outcome, cf *topics.CompileFix, baseline []topics.Diagnostic, res *sandbox.BuildResult) ([]topics.Diagnostic, string) {
+	bc := res.Commands[0]
 	// Diagnostics outside the compile scope neither count nor show; the
 	// build's exit status still decides whether it compiles.
 	patched := diag.InScope(diag.Parse(toolOf(cf), bc.Output, "/work"), cf.Scope)
 	targets := cf.Targets
 	if len(targets) == 0 {
 		// A task without stated targets repairs every error of its baseline.
-		targets = diag.Errors(base.diags)
+		targets = diag.Errors(baseline)
 	}
 	targets = diag.InScope(targets, cf.Scope)
-	baseDiags := diag.InScope(base.diags, cf.Scope)
+	baseDiags := diag.InScope(baseline, cf.Scope)
 	cmp := diag.Compare(targets, baseDiags, patched)
 	out.TargetsFixed, out.TargetsTotal = len(cmp.FixedTargets), len(targets)
 	remaining := append(append([]topics.Diagnostic(nil), cmp.RemainingTargets...), cmp.New...)
-	var b strings.Builder
 	var why string
 	switch {
 	case bc.TimedOut:
@@ -410,48 +442,41 @@ func (c *Evaluator) Evaluate(ctx context.Context, task *topics.Task, code string
 		out.Status = topics.StatusPassed
 		why = "The patch applies and the build succeeds."
 	}
-	if out.Status == topics.StatusPassed && len(cf.Tests) > 0 {
-		tc := res.Commands[1]
-		out.Results = append(out.Results, topics.TestResult{Index: 1, Status: topics.StatusPassed})
-		if tc.OK() {
-			out.TestsPassed = 2
-		} else {
-			out.Status = topics.StatusWrongAnswer
-			out.Results[1].Status = "error"
-			switch {
-			case tc.TimedOut:
-				why += fmt.Sprintf(" The tests (%s) exceeded their time limit.", strings.Join(cf.Tests, " "))
-			default:
-				why += fmt.Sprintf(" The tests (%s) fail (exit code %d):\n%s", strings.Join(cf.Tests, " "), tc.ExitCode,
-					topics.Truncate(string(tc.Output), feedbackCap/3))
-			}
-		}
+	return remaining, why
+}
+
+// judgeTests records the result of the task's tests (tc), run after a
+// build that passed, and returns what to add to why when they fail.
+func judgeTests(out *Outcome, cf *topics.CompileFix, tc sandbox.CommandResult, feedbackCap int) string {
+	out.Results = append(out.Results, topics.TestResult{Index: 1, Status: topics.StatusPassed})
+	if tc.OK() {
+		out.TestsPassed = 2
+		return ""
 	}
-	out.PassRate = float64(out.TestsPassed) / float64(out.TestsTotal)
-	fmt.Fprintf(&b, "Status: %s\n%s\n", out.Status, why)
-	if out.Status == topics.StatusCompileError || out.Status == topics.StatusTimeout ||
-		out.Status == topics.StatusMemory || out.Status == topics.StatusOutputLimit {
-		out.Results[0].Error = why
-		changed := map[string]bool{}
-		for _, p := range applied.Paths() {
-			changed[p] = true
-		}
-		for i := range remaining {
-			root := tree.Dir()
-			if changed[remaining[i].File] {
-				root = overlay
-			}
-			remaining[i].Excerpt = diag.Excerpt(root, remaining[i], 2)
-		}
-		out.Diagnostics = remaining
-		if len(remaining) > 0 {
-			b.WriteString(diag.Render(remaining, tree.Dir(), max(feedbackCap-b.Len(), 256)))
-		} else if !bc.OK() {
-			b.WriteString("Build output:\n" + topics.Truncate(string(bc.Output), max(feedbackCap-b.Len()-16, 256)) + "\n")
-		}
+	out.Status = topics.StatusWrongAnswer
+	out.Results[1].Status = "error"
+	if tc.TimedOut {
+		return fmt.Sprintf(" The tests (%s) exceeded their time limit.", strings.Join(cf.Tests, " "))
 	}
-	out.Feedback = topics.Truncate(b.String(), feedbackCap)
-	return out, nil
+	return fmt.Sprintf(" The tests (%s) fail (exit code %d):\n%s", strings.Join(cf.Tests, " "), tc.ExitCode,
+		topics.Truncate(string(tc.Output), feedbackCap/3))
+}
+
+// excerpted gives each diagnostic its source excerpt, from the overlay
+// for the files the patch changed, else from the tree.
+func excerpted(ds []topics.Diagnostic, applied *patch.Result, tree, overlay string) []topics.Diagnostic {
+	changed := map[string]bool{}
+	for _, p := range applied.Paths() {
+		changed[p] = true
+	}
+	for i := range ds {
+		root := tree
+		if changed[ds[i].File] {
+			root = overlay
+		}
+		ds[i].Excerpt = diag.Excerpt(root, ds[i], 2)
+	}
+	return ds
 }
 
 // Open opens what cfg names: the workspace store, a snapshot
