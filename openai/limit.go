@@ -7,41 +7,48 @@ import (
 	"time"
 )
 
-// LimitConfig configures the adaptive concurrency limit of each server of
-// a Pool. The limit counts sequences (a request for n samples holds n), the
-// unit a continuous-batching server (vLLM, SGLang, TGI) schedules.
+// LimitConfig configures the concurrency limit of each server of a Pool.
+// The limit counts sequences (a request for n samples holds n), the unit a
+// continuous-batching server (vLLM, SGLang, TGI) schedules.
 //
-// The algorithm is a gradient limit in the manner of Netflix's
-// concurrency-limits (Gradient), over per-token latency:
+// On such a server latency rises with the batch long before the server is
+// full: that is how batching works, not overload, so the limit does not
+// follow latency. It follows what the server says it is doing, and, where
+// it says nothing, the throughput it delivers:
 //
-//   - A request's latency sample is its duration divided by its response
-//     length in tokens (the longest choice), so that short and long
-//     responses compare; without token counts it is the duration.
-//   - Samples are averaged over windows of max(4, limit/4) requests (about
-//     four windows per round trip at the limit). The no-load latency is the
-//     lowest window average since the last probe.
-//   - Per window, gradient = clamp(Tolerance × no-load / window average,
-//     0.5, 1) and the target is limit × gradient + √limit; the limit moves
-//     Smoothing of the way to it. While the server runs everything it is
-//     given at once its latency stays at the no-load level, the gradient
-//     is 1 and the limit grows by √limit per window; past the server's
-//     batch size N requests queue in the server, latency grows as
-//     (in flight)/N and the limit settles near Tolerance × N + √limit: a
-//     few sequences queued in the server, so that its batch never waits
-//     on the client's round trip, and no more. The limit does not grow
-//     while less than half of it is used (nothing was learned about it).
-//   - Slow start: until the first window that shows queueing (or an
-//     error), the limit grows by the sequences of every successful request, doubling
-//     every round trip, so that a large server is found in a few round
-//     trips.
+//   - Server metrics (MetricsPath, scraped every MetricsInterval): the
+//     scheduler's running and waiting sequences and its KV cache usage
+//     (vLLM's vllm:num_requests_running, vllm:num_requests_waiting,
+//     vllm:kv_cache_usage_perc, or vllm:gpu_cache_usage_perc before vLLM
+//     0.11; SGLang's sglang:num_running_reqs, sglang:num_queue_reqs,
+//     sglang:token_usage). The limit keeps a small queue waiting on the
+//     server, target = max(QueueMin, QueueRatio × running): enough that a
+//     finished sequence's place in the batch is taken at the next step, not
+//     after the client's round trip, and no more. Per scrape, while the
+//     limit is what holds the pool back (its in-flight sequences reached
+//     90% of it since the last scrape): nothing waiting and the KV cache
+//     with room, the limit grows by what the cache still holds at the
+//     current sequence size (up to doubling); nothing waiting and the
+//     cache full, by the target; fewer waiting than the target, by half
+//     the difference. More waiting than the target shrinks it by half the
+//     excess, whoever sent them (several clients of one server share its
+//     queue). A server whose batch is full keeps exactly the target
+//     waiting.
+//   - No metrics (the endpoint answers 404, is not configured, or fails
+//     three scrapes in a row; it is tried again with a backoff up to 30 s):
+//     a throughput hill climb. The limit slow-starts from Initial,
+//     doubling per measurement while a doubling gains at least 25% more
+//     completed sequences per second, then grows by half while a step
+//     gains more than Gain; when a step gains less, the limit goes back to
+//     the last one that gained, times Headroom (the server's queue), and
+//     holds. A measurement lasts one mean request latency and at least
+//     max(32, limit/2) completed sequences, after the first completion of
+//     a request sent at the new limit; one in which the pool did not fill
+//     the limit teaches nothing and is measured again. Every ProbeInterval
+//     the limit tries one step up and keeps it if it gains more than Gain.
 //   - Errors of the server (5xx, timeouts, connection failures, 429)
 //     multiply the limit by BackoffRatio, at most once per round trip
-//     (only requests sent after the last decrease count).
-//   - Every ProbeInterval the no-load latency is measured again, so that it
-//     follows drift (longer prompts, another model): the limit is halved,
-//     the no-load latency forgotten and the samples of requests sent
-//     before the probe ignored; the limit then slow-starts back up to
-//     where it was unless queueing shows first.
+//     (only requests sent after the last decrease count), in both modes.
 type LimitConfig struct {
 	// Initial is a new server's limit, in sequences.
 	Initial int `yaml:"initial"`
@@ -49,23 +56,36 @@ type LimitConfig struct {
 	Min int `yaml:"min"`
 	// Max is the highest limit.
 	Max int `yaml:"max"`
-	// Tolerance is the latency increase over the no-load latency taken as
-	// noise rather than queueing (1.1: 10%).
-	Tolerance float64 `yaml:"tolerance"`
-	// Smoothing is the share of the way the limit moves to its target per
-	// window, in (0, 1].
-	Smoothing float64 `yaml:"smoothing"`
+	// MetricsPath is the server's Prometheus endpoint, relative to its
+	// root (the API root without its /v1): "/metrics" for vLLM and SGLang
+	// (SGLang with --enable-metrics). Empty: never scraped, the limit
+	// follows throughput.
+	MetricsPath string `yaml:"metrics_path"`
+	// MetricsInterval is how often the metrics are scraped.
+	MetricsInterval time.Duration `yaml:"metrics_interval"`
+	// QueueMin and QueueRatio set the sequences kept waiting on a server:
+	// max(QueueMin, QueueRatio × its running sequences).
+	QueueMin   int     `yaml:"queue_min"`
+	QueueRatio float64 `yaml:"queue_ratio"`
+	// Gain is the least relative throughput gain of a step up that keeps
+	// the throughput climb going (0.05: 5%).
+	Gain float64 `yaml:"gain"`
+	// Headroom multiplies the last limit that gained throughput when the
+	// climb stops (>= 1: a few sequences queued on the server).
+	Headroom float64 `yaml:"headroom"`
 	// BackoffRatio multiplies the limit on a server error, in (0, 1).
 	BackoffRatio float64 `yaml:"backoff_ratio"`
-	// ProbeInterval is how often the no-load latency is measured again (0
-	// = never).
+	// ProbeInterval is how often the throughput climb tries a step up
+	// again once it holds (0 = never).
 	ProbeInterval time.Duration `yaml:"probe_interval"`
 }
 
-// DefaultLimitConfig starts at 8 sequences, within [1, 4096].
+// DefaultLimitConfig starts at 8 sequences, within [1, 4096], scrapes
+// /metrics every 250 ms and keeps max(4, 5% of the running sequences)
+// waiting on a server.
 func DefaultLimitConfig() LimitConfig {
-	return LimitConfig{Initial: 8, Min: 1, Max: 4096, Tolerance: 1.1, Smoothing: 0.2, BackoffRatio: 0.5,
-		ProbeInterval: time.Minute}
+	return LimitConfig{Initial: 8, Min: 1, Max: 4096, MetricsPath: "/metrics", MetricsInterval: 250 * time.Millisecond,
+		QueueMin: 4, QueueRatio: 0.05, Gain: 0.05, Headroom: 1.25, BackoffRatio: 0.5, ProbeInterval: time.Minute}
 }
 
 // Validate checks the configuration.
@@ -74,11 +94,17 @@ func (c LimitConfig) Validate() error {
 	if c.Min < 1 || c.Initial < c.Min || c.Max < c.Initial {
 		errs = append(errs, fmt.Errorf("limit: need 1 <= min (%d) <= initial (%d) <= max (%d)", c.Min, c.Initial, c.Max))
 	}
-	if !(c.Tolerance >= 1) {
-		errs = append(errs, fmt.Errorf("limit: tolerance must be >= 1, got %v", c.Tolerance))
+	if c.MetricsPath != "" && (c.MetricsPath[0] != '/' || c.MetricsInterval <= 0) {
+		errs = append(errs, fmt.Errorf("limit: metrics_path %q must start with / and metrics_interval (%s) be > 0", c.MetricsPath, c.MetricsInterval))
 	}
-	if !(c.Smoothing > 0 && c.Smoothing <= 1) {
-		errs = append(errs, fmt.Errorf("limit: smoothing must be in (0, 1], got %v", c.Smoothing))
+	if c.QueueMin < 0 || !(c.QueueRatio >= 0) {
+		errs = append(errs, fmt.Errorf("limit: queue_min (%d) and queue_ratio (%v) must be >= 0", c.QueueMin, c.QueueRatio))
+	}
+	if !(c.Gain > 0 && c.Gain < 1) {
+		errs = append(errs, fmt.Errorf("limit: gain must be in (0, 1), got %v", c.Gain))
+	}
+	if !(c.Headroom >= 1) {
+		errs = append(errs, fmt.Errorf("limit: headroom must be >= 1, got %v", c.Headroom))
 	}
 	if !(c.BackoffRatio > 0 && c.BackoffRatio < 1) {
 		errs = append(errs, fmt.Errorf("limit: backoff_ratio must be in (0, 1), got %v", c.BackoffRatio))
@@ -89,127 +115,231 @@ func (c LimitConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// gradientLimit is one server's adaptive limit (LimitConfig's algorithm).
-// It is a plain state machine: the caller holds the lock and passes the
-// clock.
-type gradientLimit struct {
-	cfg   LimitConfig
-	limit float64
-	// slowStart is on until queueing or an error shows; ssthresh, when
-	// > 0, ends it at that limit (the limit before a probe).
-	slowStart bool
-	ssthresh  float64
-	// noLoad is the lowest window average since the last probe (0 =
-	// none yet).
-	noLoad float64
-	// The current window: samples, their sum, the most in flight seen.
-	winN     int
-	winSeqs  int
-	winSum   float64
-	winInMax int
-	// lastDecrease: errors of requests sent before it do not decrease
-	// the limit again. probeAt: samples of requests sent before it are
-	// stale. nextProbe: when to probe next.
-	lastDecrease, probeAt, nextProbe time.Time
+// ServerLoad is what a server's metrics say about its scheduler.
+type ServerLoad struct {
+	// Running and Waiting are its sequences decoding and queued.
+	Running, Waiting float64
+	// KVUsage is its KV cache's used share, 0–1; < 0 when not reported.
+	KVUsage float64
 }
 
-func newGradientLimit(cfg LimitConfig, now time.Time) *gradientLimit {
-	g := &gradientLimit{cfg: cfg, limit: float64(cfg.Initial), slowStart: true}
-	if cfg.ProbeInterval > 0 {
-		g.nextProbe = now.Add(cfg.ProbeInterval)
-	}
-	return g
+// serverLimit is one server's concurrency limit (LimitConfig's
+// algorithm). It is a plain state machine: the caller holds the lock and
+// passes the clock.
+type serverLimit struct {
+	cfg   LimitConfig
+	limit float64
+	// metrics: the limit follows the server's metrics (else throughput).
+	metrics bool
+	// peak is the most sequences in flight since the last decision.
+	peak int
+	// lastDecrease: errors of requests sent before it do not decrease
+	// the limit again.
+	lastDecrease time.Time
+	tp           throughputClimb
+}
+
+// throughputClimb is the state of the throughput hill climb.
+type throughputClimb struct {
+	// t0 is when the current limit was set; a measurement starts at the
+	// first completion of a request sent after it (m0).
+	t0, m0    time.Time
+	measuring bool
+	settled   bool
+	seqs      int
+	latSum    float64
+	latN      int
+	// area is the integral of the sequences in flight over the
+	// measurement (lastN since lastAt).
+	area   float64
+	lastAt time.Time
+	lastN  int
+	// slowStart: doubling; best is the best rate of the climb, at the
+	// limit bestAt; holding: the climb stopped (next probe at nextProbe);
+	// probing: a step up from holdAt is being measured against ref.
+	slowStart, holding, probing bool
+	best, bestAt, ref, holdAt   float64
+	nextProbe                   time.Time
+}
+
+func newServerLimit(cfg LimitConfig, now time.Time) *serverLimit {
+	l := &serverLimit{cfg: cfg, limit: float64(cfg.Initial)}
+	l.tp = throughputClimb{t0: now, slowStart: true}
+	return l
 }
 
 // Limit is the current limit in whole sequences (at least Min).
-func (g *gradientLimit) Limit() int { return max(g.cfg.Min, int(g.limit)) }
+func (l *serverLimit) Limit() int { return max(l.cfg.Min, int(l.limit)) }
 
-// restart starts over in slow start from Initial (a server back from the
-// dead: its latency and capacity are unknown), up to at most its old limit.
-func (g *gradientLimit) restart(now time.Time) {
-	old := g.limit
-	*g = *newGradientLimit(g.cfg, now)
-	g.ssthresh = max(old, float64(g.cfg.Initial))
-	g.probeAt = now
+// Mode is "metrics" or "throughput".
+func (l *serverLimit) Mode() string {
+	if l.metrics {
+		return "metrics"
+	}
+	return "throughput"
+}
+
+// restart starts over from Initial (a server back from the dead: its
+// capacity is unknown); the climb slow-starts again.
+func (l *serverLimit) restart(now time.Time) {
+	l.limit, l.peak = float64(l.cfg.Initial), 0
+	l.tp = throughputClimb{t0: now, slowStart: true}
 }
 
 // inFlight records the number of sequences in flight after a request
-// started.
-func (g *gradientLimit) inFlight(n int) { g.winInMax = max(g.winInMax, n) }
+// started or ended.
+func (l *serverLimit) inFlight(now time.Time, n int) {
+	l.peak = max(l.peak, n)
+	t := &l.tp
+	if t.measuring && now.After(t.lastAt) {
+		t.area += float64(t.lastN) * now.Sub(t.lastAt).Seconds()
+	}
+	t.lastAt, t.lastN = now, n
+}
 
-// success records a successful request of w sequences sent at start, of
-// latency rtt (seconds per token, or seconds), and reports whether the
-// limit changed.
-func (g *gradientLimit) success(now, start time.Time, rtt float64, w int) bool {
-	before := g.Limit()
-	if !g.nextProbe.IsZero() && !now.Before(g.nextProbe) {
-		g.probe(now)
-		return g.Limit() != before
-	}
-	if start.Before(g.probeAt) || !(rtt > 0) || math.IsInf(rtt, 0) {
-		return false
-	}
-	g.winN++
-	g.winSeqs += max(w, 1)
-	g.winSum += rtt
-	if g.winN < max(4, int(g.limit/4)) {
-		return false
-	}
-	avg, seqs, inMax := g.winSum/float64(g.winN), g.winSeqs, g.winInMax
-	g.winN, g.winSeqs, g.winSum, g.winInMax = 0, 0, 0, 0
-	if g.noLoad == 0 || avg < g.noLoad {
-		g.noLoad = avg
-	}
-	grad := min(1, max(0.5, g.cfg.Tolerance*g.noLoad/avg))
-	appLimited := float64(inMax) < g.limit/2
+// limited says whether the limit held the pool back since the last
+// decision: its in-flight sequences reached 90% of it.
+func (l *serverLimit) limited() bool { return float64(l.peak) >= 0.9*l.limit-1 }
+
+// observe applies a scrape of the server's metrics, with inflight the
+// pool's sequences on it now, and reports whether the limit changed.
+func (l *serverLimit) observe(load ServerLoad, inflight int) bool {
+	before := l.Limit()
+	l.metrics = true
+	target := max(float64(l.cfg.QueueMin), l.cfg.QueueRatio*load.Running)
+	q := load.Waiting
 	switch {
-	case grad < 1:
-		g.slowStart, g.ssthresh = false, 0
-		g.move(g.limit*grad + math.Sqrt(g.limit))
-	case appLimited:
-	case g.slowStart:
-		g.limit += float64(seqs)
-		if g.ssthresh > 0 && g.limit >= g.ssthresh {
-			g.limit, g.slowStart, g.ssthresh = g.ssthresh, false, 0
-		}
+	case q > target:
+		l.limit -= 0.5 * (q - target)
+	case !l.limited():
+	case q == 0 && load.KVUsage >= 0 && load.KVUsage < 0.95:
+		room := load.Running * (1 - load.KVUsage) / max(load.KVUsage, 0.01)
+		l.limit += max(target, min(l.limit, room))
+	case q == 0 && load.KVUsage < 0:
+		l.limit += max(target, l.limit/2)
 	default:
-		g.move(g.limit + math.Sqrt(g.limit))
+		l.limit += max(1, 0.5*(target-q))
 	}
-	g.clamp()
-	return g.Limit() != before
+	l.peak = inflight
+	l.clamp()
+	return l.Limit() != before
+}
+
+// noMetrics makes the limit follow throughput (the server stopped
+// answering its metrics, or has none), measured from now.
+func (l *serverLimit) noMetrics(now time.Time) {
+	if !l.metrics {
+		return
+	}
+	l.metrics = false
+	l.tp = throughputClimb{t0: now}
+}
+
+// success records a successful request of w sequences sent at start,
+// after which inflight sequences are in flight, and reports whether the
+// limit changed.
+func (l *serverLimit) success(now, start time.Time, w, inflight int) bool {
+	if l.metrics || w <= 0 {
+		l.inFlight(now, inflight)
+		return false
+	}
+	t := &l.tp
+	if !t.measuring {
+		if !start.Before(t.t0) {
+			t.start(now)
+			l.peak = 0
+		}
+		l.inFlight(now, inflight)
+		return false
+	}
+	l.inFlight(now, inflight)
+	t.seqs += w
+	t.latSum += now.Sub(start).Seconds() * float64(w)
+	t.latN += w
+	el := now.Sub(t.m0).Seconds()
+	lat := t.latSum / float64(t.latN)
+	if t.seqs < max(32, int(l.limit/2)) || el < lat || el <= 0 {
+		return false
+	}
+	if !t.settled {
+		// The first measurement at a new limit is the transient between
+		// the two limits: it is measured again.
+		t.start(now)
+		t.settled = true
+		return false
+	}
+	before := l.Limit()
+	// Little's law: throughput = mean in flight / mean latency, which
+	// bursts of completions (a batch admitted together) do not bias as a
+	// count of completions over a window would.
+	l.decide(now, t.area/el/lat)
+	return l.Limit() != before
+}
+
+// start starts a measurement at now.
+func (t *throughputClimb) start(now time.Time) {
+	t.measuring, t.m0, t.seqs, t.latSum, t.latN, t.area = true, now, 0, 0, 0, 0
+}
+
+// decide ends a throughput measurement of rate sequences/s at the
+// current limit.
+func (l *serverLimit) decide(now time.Time, rate float64) {
+	t := &l.tp
+	limited := l.limited()
+	t.measuring, t.settled, t.t0 = false, false, now
+	if !limited {
+		return // the pool did not fill the limit: nothing learned
+	}
+	switch {
+	case t.probing:
+		t.probing = false
+		if rate > t.ref*(1+l.cfg.Gain) {
+			t.holding, t.best, t.bestAt = false, rate, l.limit
+			l.limit *= 1.5
+		} else {
+			l.limit = t.holdAt
+			t.nextProbe = now.Add(l.cfg.ProbeInterval)
+		}
+	case t.holding:
+		t.ref = rate
+		if l.cfg.ProbeInterval > 0 && !now.Before(t.nextProbe) {
+			t.probing, t.holdAt = true, l.limit
+			l.limit *= 1.25
+		}
+	case t.best == 0 || rate > t.best*(1+l.cfg.Gain):
+		factor := 1.5
+		if t.slowStart && (t.best == 0 || rate >= 1.25*t.best) {
+			factor = 2
+		} else {
+			t.slowStart = false
+		}
+		t.best, t.bestAt = rate, l.limit
+		l.limit *= factor
+	default:
+		t.slowStart, t.holding, t.ref = false, true, rate
+		l.limit = min(l.limit, t.bestAt*l.cfg.Headroom)
+		t.nextProbe = now.Add(l.cfg.ProbeInterval)
+	}
+	l.clamp()
 }
 
 // overload records a server error of a request sent at start and reports
 // whether the limit changed.
-func (g *gradientLimit) overload(now, start time.Time) bool {
-	if start.Before(g.lastDecrease) {
+func (l *serverLimit) overload(now, start time.Time) bool {
+	if start.Before(l.lastDecrease) {
 		return false
 	}
-	before := g.Limit()
-	g.slowStart, g.ssthresh = false, 0
-	g.limit *= g.cfg.BackoffRatio
-	g.lastDecrease = now
-	g.clamp()
-	return g.Limit() != before
+	before := l.Limit()
+	l.limit *= l.cfg.BackoffRatio
+	l.lastDecrease = now
+	l.tp = throughputClimb{t0: now}
+	l.clamp()
+	return l.Limit() != before
 }
 
-// probe halves the limit and forgets the no-load latency; the limit then
-// slow-starts back to where it was.
-func (g *gradientLimit) probe(now time.Time) {
-	g.ssthresh = g.limit
-	g.slowStart = true
-	g.limit /= 2
-	g.noLoad = 0
-	g.winN, g.winSeqs, g.winSum, g.winInMax = 0, 0, 0, 0
-	g.probeAt = now
-	g.nextProbe = now.Add(g.cfg.ProbeInterval)
-	g.clamp()
-}
-
-func (g *gradientLimit) move(target float64) {
-	g.limit += g.cfg.Smoothing * (target - g.limit)
-}
-
-func (g *gradientLimit) clamp() {
-	g.limit = min(float64(g.cfg.Max), max(float64(g.cfg.Min), g.limit))
+func (l *serverLimit) clamp() {
+	l.limit = min(float64(l.cfg.Max), max(float64(l.cfg.Min), l.limit))
+	if math.IsNaN(l.limit) {
+		l.limit = float64(l.cfg.Min)
+	}
 }

@@ -12,8 +12,9 @@ import (
 // one model and keeps each as busy as it can take:
 //
 //   - Every server has an adaptive concurrency limit in sequences
-//     (LimitConfig: a gradient limit over per-token latency); a request
-//     for n samples holds n of it. Requests beyond every server's limit
+//     (LimitConfig: it keeps a small queue waiting on the server, read
+//     from the server's metrics, or climbs its throughput where it has
+//     none); a request for n samples holds n of it. Requests beyond every server's limit
 //     wait in the pool, first come first served.
 //   - Affinity: a request carries a key (WithAffinity: generate passes
 //     the tree id, so a tree's root group and its refinements share the
@@ -72,15 +73,19 @@ type Pool struct {
 
 // poolServer is one server of a Pool; its fields are guarded by Pool.mu.
 type poolServer struct {
-	url      string
-	client   *Client
-	lim      *gradientLimit
-	inflight int
-	healthy  bool
-	removed  bool
-	fails    int           // consecutive failures
-	backoff  time.Duration // the wait before the next health check
-	checking bool          // a health loop runs
+	url    string
+	client *Client
+	lim    *serverLimit
+	// load is the server's last scrape of its metrics (loaded: one
+	// succeeded since the last failure); scraping: its loop runs.
+	load             ServerLoad
+	loaded, scraping bool
+	inflight         int
+	healthy          bool
+	removed          bool
+	fails            int           // consecutive failures
+	backoff          time.Duration // the wait before the next health check
+	checking         bool          // a health loop runs
 	// prepared: the pool's PrepareFunc succeeded since the server was
 	// added, recovered or found without a model; preparing: it runs.
 	prepared, preparing bool

@@ -17,6 +17,7 @@ func (p *Pool) release(ctx context.Context, s *poolServer, w int, start time.Tim
 	changed := false
 	p.mu.Lock()
 	s.inflight -= w
+	s.lim.inFlight(now, s.inflight)
 	var e *Error
 	isErr := errors.As(err, &e)
 	switch {
@@ -25,7 +26,7 @@ func (p *Pool) release(ctx context.Context, s *poolServer, w int, start time.Tim
 		s.latency.observe(d.Seconds())
 		s.fails, s.backoff = 0, 0
 		if w > 0 {
-			changed = s.lim.success(now, start, perToken(d, res), w)
+			changed = s.lim.success(now, start, w, s.inflight)
 		}
 	case ctx.Err() != nil || !isErr:
 		// Given up by the caller: nothing learned.
@@ -53,21 +54,6 @@ func (p *Pool) release(ctx context.Context, s *poolServer, w int, start time.Tim
 	if changed {
 		p.notifyCapacity()
 	}
-}
-
-// perToken is a request's latency sample: seconds per token of its
-// longest choice, or seconds without token counts.
-func perToken(d time.Duration, res *Result) float64 {
-	tokens := 0
-	if res != nil {
-		for _, c := range res.Choices {
-			tokens = max(tokens, len(c.TokenIDs))
-		}
-		if tokens == 0 && len(res.Choices) > 0 && res.Usage.CompletionTokens > 0 {
-			tokens = (res.Usage.CompletionTokens + len(res.Choices) - 1) / len(res.Choices)
-		}
-	}
-	return d.Seconds() / float64(max(tokens, 1))
 }
 
 // markDownLocked takes s out of rotation and starts its health checks.

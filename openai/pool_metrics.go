@@ -13,6 +13,10 @@ var (
 		"Sequences in flight on an inference server of the pool.", []string{"server"}, nil)
 	poolDescLimit = prometheus.NewDesc("murphy_generate_server_limit",
 		"An inference server's adaptive concurrency limit, in sequences.", []string{"server"}, nil)
+	poolDescLimitMetrics = prometheus.NewDesc("murphy_generate_server_limit_from_metrics",
+		"1 while an inference server's limit follows its own metrics (running and waiting sequences), 0 while it follows throughput.", []string{"server"}, nil)
+	poolDescWaiting = prometheus.NewDesc("murphy_generate_server_waiting",
+		"Sequences waiting in an inference server's scheduler, as its metrics last said (absent without metrics).", []string{"server"}, nil)
 	poolDescHealthy = prometheus.NewDesc("murphy_generate_server_healthy",
 		"1 while an inference server gets requests, 0 while it waits for a health check.", []string{"server"}, nil)
 	poolDescLatency = prometheus.NewDesc("murphy_generate_server_request_seconds",
@@ -57,7 +61,7 @@ func (h *latencyHistogram) buckets() map[float64]uint64 {
 
 // Describe implements prometheus.Collector.
 func (p *Pool) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolDescInFlight, poolDescLimit, poolDescHealthy, poolDescLatency, poolDescErrors, poolDescRouted} {
+	for _, d := range []*prometheus.Desc{poolDescInFlight, poolDescLimit, poolDescLimitMetrics, poolDescWaiting, poolDescHealthy, poolDescLatency, poolDescErrors, poolDescRouted} {
 		ch <- d
 	}
 }
@@ -74,6 +78,14 @@ func (p *Pool) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(poolDescInFlight, prometheus.GaugeValue, float64(s.inflight), s.url)
 		ch <- prometheus.MustNewConstMetric(poolDescLimit, prometheus.GaugeValue, float64(s.lim.Limit()), s.url)
+		fromMetrics := 0.0
+		if s.lim.metrics {
+			fromMetrics = 1
+		}
+		ch <- prometheus.MustNewConstMetric(poolDescLimitMetrics, prometheus.GaugeValue, fromMetrics, s.url)
+		if s.loaded {
+			ch <- prometheus.MustNewConstMetric(poolDescWaiting, prometheus.GaugeValue, s.load.Waiting, s.url)
+		}
 		ch <- prometheus.MustNewConstMetric(poolDescHealthy, prometheus.GaugeValue, healthy, s.url)
 		ch <- prometheus.MustNewConstHistogram(poolDescLatency, s.latency.n, s.latency.sum, s.latency.buckets(), s.url)
 		for k, v := range s.stats.errors {

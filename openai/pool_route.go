@@ -189,7 +189,7 @@ func (p *Pool) grantLocked(i int, s *poolServer, how string) {
 	wt := p.waiters[i]
 	p.waiters = slices.Delete(p.waiters, i, i+1)
 	s.inflight += wt.w
-	s.lim.inFlight(s.inflight)
+	s.lim.inFlight(p.now(), s.inflight)
 	s.stats.routed[how]++
 	wt.srv = s
 	close(wt.ch)

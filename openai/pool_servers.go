@@ -33,6 +33,7 @@ func (p *Pool) apply() error {
 	for u := range want {
 		if s, ok := p.servers[u]; ok {
 			s.removed = false
+			p.startScrapeLocked(s)
 			continue
 		}
 		cc := p.cc
@@ -43,10 +44,11 @@ func (p *Pool) apply() error {
 			p.mu.Unlock()
 			return fmt.Errorf("openai pool: server %s: %w", u, err)
 		}
-		srv := &poolServer{url: u, client: c, lim: newGradientLimit(p.pc.Limit, p.now()), healthy: true, prepared: p.prepare == nil, tag: NoTag,
+		srv := &poolServer{url: u, client: c, lim: newServerLimit(p.pc.Limit, p.now()), healthy: true, prepared: p.prepare == nil, tag: NoTag,
 			stats: serverStats{errors: map[ErrorKind]uint64{}, routed: map[string]uint64{}}, latency: newLatencyHistogram()}
 		p.servers[u] = srv
 		p.startPrepareLocked(srv)
+		p.startScrapeLocked(srv)
 	}
 	for u, s := range p.servers {
 		if !want[u] {

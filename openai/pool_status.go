@@ -85,6 +85,10 @@ type ServerStatus struct {
 	Removed  bool
 	InFlight int
 	Limit    int
+	// LimitMode is what the limit follows: "metrics" (the server's
+	// running and waiting sequences, Load) or "throughput".
+	LimitMode string
+	Load      *ServerLoad
 	// Requests counts requests answered (errors included); Errors counts
 	// them by kind.
 	Requests uint64
@@ -108,8 +112,12 @@ func (p *Pool) Servers() []ServerStatus {
 }
 
 func (s *poolServer) status() ServerStatus {
-	st := ServerStatus{URL: s.url, Healthy: s.healthy, Removed: s.removed, InFlight: s.inflight, Limit: s.lim.Limit(),
+	st := ServerStatus{URL: s.url, Healthy: s.healthy, Removed: s.removed, InFlight: s.inflight, Limit: s.lim.Limit(), LimitMode: s.lim.Mode(),
 		Requests: s.stats.requests, Errors: map[ErrorKind]uint64{}, Routed: map[string]uint64{}}
+	if s.loaded {
+		load := s.load
+		st.Load = &load
+	}
 	for k, v := range s.stats.errors {
 		st.Errors[k] = v
 	}

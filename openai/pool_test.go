@@ -97,24 +97,87 @@ func drive(t *testing.T, p *openai.Pool, conc int, d time.Duration) int {
 }
 
 // TestPoolLimitConvergesToServer: the limit of a pool server settles just
-// above the server's batch size, whatever it is, and the server runs full.
+// above the server's batch size, whatever it is, and the server runs full:
+// from the server's metrics (vLLM's gauges, as the fake serves them), and
+// from throughput when the server exposes none.
 func TestPoolLimitConvergesToServer(t *testing.T) {
-	for _, n := range []int{4, 24} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			srv := startFake(t, "a", n, 100*time.Millisecond)
-			p := newPool(t, poolConfig(srv), clientConfig())
-			done := drive(t, p, 3*n, 3*time.Second)
-			st := p.Servers()[0]
-			max := srv.MaxThroughput(10) * 3
-			t.Logf("server of %d sequences: limit %d, %d done (max %.0f), server at most %d active, %d queued",
-				n, st.Limit, done, max, srv.Stats().MaxActive, srv.Stats().MaxQueued)
-			if st.Limit < n || st.Limit > 2*n+4 {
-				t.Errorf("limit %d for a server of %d sequences", st.Limit, n)
+	for _, metrics := range []bool{true, false} {
+		for _, n := range []int{4, 24} {
+			t.Run(fmt.Sprintf("%d,metrics=%v", n, metrics), func(t *testing.T) {
+				const perSeq = 100 * time.Millisecond
+				srv, err := fakeserver.Start(fakeserver.Config{Name: "a", MaxSeqs: n, Tokens: 10, TokenRate: 10 / perSeq.Seconds(), NoMetrics: !metrics})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(srv.Close)
+				p := newPool(t, poolConfig(srv), clientConfig())
+				d := 3 * time.Second
+				if !metrics {
+					d = 6 * time.Second // the climb measures each step
+				}
+				done := drive(t, p, 3*n, d)
+				st := p.Servers()[0]
+				want := srv.MaxThroughput(10) * d.Seconds()
+				t.Logf("server of %d sequences: limit %d (%s), %d done (max %.0f), server at most %d active, %d queued",
+					n, st.Limit, st.LimitMode, done, want, srv.Stats().MaxActive, srv.Stats().MaxQueued)
+				if mode := map[bool]string{true: "metrics", false: "throughput"}[metrics]; st.LimitMode != mode {
+					t.Errorf("limit mode %q, want %q", st.LimitMode, mode)
+				}
+				if metrics && (st.Load == nil || st.Load.Running < 1) {
+					t.Errorf("load %+v", st.Load)
+				}
+				if st.Limit < n || st.Limit > 2*n+8 {
+					t.Errorf("limit %d for a server of %d sequences", st.Limit, n)
+				}
+				if float64(done) < 0.7*want {
+					t.Errorf("%d requests done, the server can do %.0f", done, want)
+				}
+			})
+		}
+	}
+}
+
+// TestPoolLimitFollowsBatchingServer: on a server whose step time grows
+// with its batch (openai/fakeserver.Engine), the limit fills its KV cache
+// and keeps a few sequences waiting there, from its metrics.
+func TestPoolLimitFollowsBatchingServer(t *testing.T) {
+	srv, err := fakeserver.Start(fakeserver.Config{Name: "a", Tokens: 10,
+		Engine: fakeserver.Engine{Step: 2 * time.Millisecond, PerSeq: 20 * time.Microsecond, KVTokens: 1200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	p := newPool(t, poolConfig(srv), clientConfig())
+	// An empty prompt holds 1 token of the KV cache, + 10 answered: 109
+	// sequences fill it.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := complete(ctx, p, "", 1); err != nil && ctx.Err() == nil {
+					t.Error(err)
+					return
+				}
 			}
-			if float64(done) < 0.8*max {
-				t.Errorf("%d requests done, the server can do %.0f", done, max)
-			}
-		})
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := p.Servers()[0]
+		if st.Load != nil && st.Load.Running >= 100 && st.Load.Waiting > 0 && st.Limit <= 100+3*4+8 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	st := p.Servers()[0]
+	t.Logf("limit %d (%s), server load %+v, at most %d decoding, %d waiting", st.Limit, st.LimitMode, st.Load, srv.Stats().MaxActive, srv.Stats().MaxQueued)
+	if st.Load == nil || st.Load.Running < 100 || st.Load.Waiting == 0 || st.Limit > 100+3*4+8 {
+		t.Fatalf("the limit did not fill the KV cache with a small queue: limit %d, load %+v", st.Limit, st.Load)
 	}
 }
 

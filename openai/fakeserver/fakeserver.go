@@ -1,7 +1,8 @@
 // Package fakeserver is an OpenAI-compatible inference server with a fixed
 // capacity, for tests and benchmarks (it is not a model): it answers
 // /v1/chat/completions, /v1/completions and /v1/models like a
-// continuous-batching server (vLLM, SGLang).
+// continuous-batching server (vLLM, SGLang), and GET /metrics with vLLM's
+// scheduler gauges (metrics.go).
 //
 // Capacity model: at most MaxSeqs sequences are decoded at once; a request
 // for n samples is n sequences. Each sequence, once admitted, produces
@@ -65,6 +66,9 @@ type Config struct {
 	// Tokenize, when set, gives the token ids of the answers and prompts
 	// (default: 1..n for an answer, 1000.. per word for a prompt).
 	Tokenize func(text string) []int
+	// NoMetrics turns off GET /metrics (metrics.go: vLLM's scheduler
+	// gauges), as a server that exposes none.
+	NoMetrics bool
 	// Engine, when its Step is set, decodes in continuous batches whose
 	// step time grows with the batch, within a KV cache, with a prefix
 	// cache (engine.go); MaxSeqs and TokenRate are then not used.
@@ -152,6 +156,9 @@ func (s *Server) listen(addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.models)
+	if !s.cfg.NoMetrics {
+		mux.HandleFunc("GET /metrics", s.metrics)
+	}
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.sample(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.sample(w, r, true) })
 	if s.cfg.LoRA {
