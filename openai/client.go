@@ -195,7 +195,10 @@ func (c *Client) sample(ctx context.Context, endpoint string, s Sampling, fill f
 					break
 				}
 				if choice.FinishReason == "abort" {
-					aborted++ // SGLang's answer to a paused generation: no sample
+					// SGLang's answer to a request aborted by
+					// pause_generation (its OpenAI protocol's finish_reason
+					// "abort"): what it decoded before is not a sample.
+					aborted++
 					continue
 				}
 				choice.Index = len(out.Choices)

@@ -53,8 +53,9 @@ type cacheEntry struct {
 func wordTokens(s string) int { return len(strings.Fields(s)) + 1 }
 
 // engineSubmit queues n sequences of prompt (its first message prefix)
-// and waits until they are decoded, abort closes or ctx ends.
-func (s *Server) engineSubmit(ctx context.Context, n, tokens int, prefix, full string, abort chan struct{}) (aborted bool, err error) {
+// and waits until they are decoded, abort closes (they leave the engine;
+// partial are the tokens each had decoded) or ctx ends.
+func (s *Server) engineSubmit(ctx context.Context, n, tokens int, prefix, full string, abort chan struct{}) (partial []int, aborted bool, err error) {
 	seqs := make([]*engineSeq, n)
 	pt := wordTokens(full)
 	s.mu.Lock()
@@ -73,12 +74,41 @@ func (s *Server) engineSubmit(ctx context.Context, n, tokens int, prefix, full s
 		select {
 		case <-q.done:
 		case <-abort:
-			return true, nil
+			return s.engineAbort(seqs), true, nil
 		case <-ctx.Done():
-			return false, ctx.Err()
+			s.engineAbort(seqs)
+			return nil, false, ctx.Err()
 		}
 	}
-	return false, nil
+	return nil, false, nil
+}
+
+// engineAbort takes seqs out of the engine (those not done) and returns
+// the tokens each had decoded.
+func (s *Server) engineAbort(seqs []*engineSeq) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := map[*engineSeq]bool{}
+	partial := make([]int, len(seqs))
+	for i, q := range seqs {
+		partial[i] = q.gen
+		gone[q] = true
+	}
+	keep := func(list []*engineSeq, running bool) []*engineSeq {
+		out := list[:0]
+		for _, q := range list {
+			if !gone[q] {
+				out = append(out, q)
+			} else if running {
+				s.eng.kvUsed -= q.need
+			}
+		}
+		return out
+	}
+	s.eng.waiting = keep(s.eng.waiting, false)
+	s.eng.running = keep(s.eng.running, true)
+	s.active = len(s.eng.running)
+	return partial
 }
 
 // engineLoop runs the decode steps until stop closes.

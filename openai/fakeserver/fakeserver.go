@@ -390,6 +390,7 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 	s.mu.Lock()
 	startWeights, abort := s.weights, s.abort
 	s.mu.Unlock()
+	var partial []int
 	var aborted bool
 	var err error
 	if s.cfg.Engine.Step > 0 {
@@ -397,9 +398,9 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 		if chat && len(req.Messages) > 0 {
 			first = req.Messages[0].Content
 		}
-		aborted, err = s.engineSubmit(ctx, n, tokens, first, full, abort)
+		partial, aborted, err = s.engineSubmit(ctx, n, tokens, first, full, abort)
 	} else {
-		aborted, err = s.decode(ctx, n, tokens, abort)
+		partial, aborted, err = s.decode(ctx, n, tokens, abort)
 	}
 	if err != nil {
 		return // the client went away (or the server was stopped)
@@ -421,16 +422,17 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.stats.Models[answeredBy]++
 	}
 	s.mu.Unlock()
-	writeJSON(w, s.response(req, chat, n, tokens, full, answeredBy, aborted))
+	writeJSON(w, s.response(req, chat, n, tokens, full, answeredBy, partial, aborted))
 }
 
 // decode runs n sequences of tokens tokens each through the decode slots;
-// aborted when abort closed first.
-func (s *Server) decode(ctx context.Context, n, tokens int, abort chan struct{}) (aborted bool, err error) {
+// aborted when abort closed first (partial: the tokens each had decoded).
+func (s *Server) decode(ctx context.Context, n, tokens int, abort chan struct{}) (partial []int, aborted bool, err error) {
 	d := time.Duration(float64(tokens) / s.cfg.TokenRate * float64(time.Second))
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	var ab sync.Once
+	partial = make([]int, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -439,10 +441,12 @@ func (s *Server) decode(ctx context.Context, n, tokens int, abort chan struct{})
 				return
 			}
 			t := time.NewTimer(d)
+			began := time.Now()
 			select {
 			case <-t.C:
 			case <-abort:
 				t.Stop()
+				partial[i] = min(tokens, int(time.Since(began).Seconds()*s.cfg.TokenRate))
 				ab.Do(func() { aborted = true })
 			case <-ctx.Done():
 				t.Stop()
@@ -452,7 +456,7 @@ func (s *Server) decode(ctx context.Context, n, tokens int, abort chan struct{})
 		}()
 	}
 	wg.Wait()
-	return aborted, errors.Join(errs...)
+	return partial, aborted, errors.Join(errs...)
 }
 
 const program = "```python\ndef solve(*args):\n    return None\n```"
@@ -471,7 +475,13 @@ func (s *Server) tokenize(text string, answer bool) []int {
 	return ids
 }
 
-func (s *Server) response(req request, chat bool, n, tokens int, prompt, answeredBy string, aborted bool) map[string]any {
+// response is the answer to req. Aborted samples are answered as SGLang's
+// OpenAI-compatible API answers a request aborted by pause_generation
+// (python/sglang/srt/entrypoints/openai/protocol.py: finish_reason is one
+// of "stop", "length", "tool_calls", "content_filter", "function_call",
+// "abort", the type of the request's meta_info.finish_reason; the choice
+// keeps what was decoded before the abort, matched_stop null).
+func (s *Server) response(req request, chat bool, n, tokens int, prompt, answeredBy string, partial []int, aborted bool) map[string]any {
 	promptIDs := s.tokenize(prompt, false)
 	choices := make([]any, n)
 	completion := 0
@@ -489,10 +499,17 @@ func (s *Server) response(req request, chat bool, n, tokens int, prompt, answere
 		}
 		finish := "stop"
 		if aborted {
-			text, ids, finish = "", []int{}, "abort" // SGLang: a request aborted by pause_generation
+			k := 0
+			if i < len(partial) {
+				k = min(partial[i], len(ids))
+			}
+			text, ids, finish = text[:len(text)*k/max(len(ids), 1)], ids[:k], "abort"
 		}
 		completion += len(ids)
 		choices[i] = choice(req, chat, i, text, ids, finish)
+		if aborted {
+			choices[i].(map[string]any)["matched_stop"] = nil
+		}
 	}
 	out := map[string]any{"object": "text_completion", "model": req.Model, "choices": choices,
 		"usage": map[string]any{"prompt_tokens": len(promptIDs), "completion_tokens": completion}}

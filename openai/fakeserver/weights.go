@@ -12,8 +12,8 @@ import (
 // updating weights from training"):
 //
 //   - POST /pause_generation {"mode"}: "abort" (the default) returns the
-//     requests in flight at once (finish_reason "abort" here, as the
-//     OpenAI-compatible API reports an aborted request); "retract" and
+//     requests in flight at once, each choice with what it had decoded
+//     and finish_reason "abort" (Server.response); "retract" and
 //     "in_place" put the engine in a paused state: new requests wait.
 //   - POST /continue_generation: ends the paused state.
 //   - POST /update_weights_from_disk {"model_path", "weight_version", ...}:
