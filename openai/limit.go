@@ -22,18 +22,22 @@ import (
 //     vllm:kv_cache_usage_perc, or vllm:gpu_cache_usage_perc before vLLM
 //     0.11; SGLang's sglang:num_running_reqs, sglang:num_queue_reqs,
 //     sglang:token_usage). The limit keeps a small queue waiting on the
-//     server, target = max(QueueMin, QueueRatio × running): enough that a
-//     finished sequence's place in the batch is taken at the next step, not
-//     after the client's round trip, and no more. Per scrape, while the
-//     limit is what holds the pool back (its in-flight sequences reached
-//     90% of it since the last scrape): nothing waiting and the KV cache
-//     with room, the limit grows by what the cache still holds at the
-//     current sequence size (up to doubling); nothing waiting and the
-//     cache full, by the target; fewer waiting than the target, by half
-//     the difference. More waiting than the target shrinks it by half the
-//     excess, whoever sent them (several clients of one server share its
-//     queue). A server whose batch is full keeps exactly the target
-//     waiting.
+//     server beyond what its KV cache can still admit, target =
+//     max(QueueMin, QueueRatio × running): enough that a finished
+//     sequence's place in the batch is taken at the next step, not after
+//     the client's round trip, and no more. The cache's room is what it
+//     still holds at the running sequences' mean size (running × (1 −
+//     usage) / usage; none at 95% usage): sequences waiting within it only
+//     arrived during the current step. Per scrape, with excess = waiting −
+//     room: above the target, the limit shrinks by half the difference,
+//     whoever sent the excess (several clients of one server share its
+//     queue); below it, while the limit is what holds the pool back (its
+//     in-flight sequences reached 90% of it since the last scrape), it
+//     grows by the difference, at most doubling (by half, at least the
+//     target, with nothing waiting and no KV usage reported). A server
+//     whose cache is full keeps the target waiting. (A server capped below
+//     its cache, such as vLLM's --max-num-seqs, keeps up to the cache's
+//     room waiting.)
 //   - No metrics (the endpoint answers 404, is not configured, or fails
 //     three scrapes in a row; it is tried again with a backoff up to 30 s):
 //     a throughput hill climb. The limit slow-starts from Initial,
@@ -207,18 +211,22 @@ func (l *serverLimit) observe(load ServerLoad, inflight int) bool {
 	before := l.Limit()
 	l.metrics = true
 	target := max(float64(l.cfg.QueueMin), l.cfg.QueueRatio*load.Running)
-	q := load.Waiting
+	// room is what the KV cache still holds at the running sequences'
+	// mean size: sequences waiting within it are admitted at the next
+	// step (they arrived during this one), not queued for a place.
+	room := 0.0
+	if load.KVUsage >= 0 && load.KVUsage < 0.95 {
+		room = load.Running * (1 - load.KVUsage) / max(load.KVUsage, 0.01)
+	}
+	excess := load.Waiting - room
 	switch {
-	case q > target:
-		l.limit -= 0.5 * (q - target)
+	case excess > target:
+		l.limit -= 0.5 * (excess - target)
 	case !l.limited():
-	case q == 0 && load.KVUsage >= 0 && load.KVUsage < 0.95:
-		room := load.Running * (1 - load.KVUsage) / max(load.KVUsage, 0.01)
-		l.limit += max(target, min(l.limit, room))
-	case q == 0 && load.KVUsage < 0:
+	case load.KVUsage < 0 && load.Waiting == 0:
 		l.limit += max(target, l.limit/2)
 	default:
-		l.limit += max(1, 0.5*(target-q))
+		l.limit += max(1, min(l.limit, target-excess))
 	}
 	l.peak = inflight
 	l.clamp()

@@ -16,14 +16,17 @@ func newBenchSaturationCmd(cfg *bench.Config, opt *benchOptions) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "saturation",
 		Short: "Pipeline samples/s through the server pool against the inference servers' own maximum (target >= 0.9)",
-		Long: `Starts --servers fake OpenAI-compatible servers of a fixed capacity (continuous
-batching: --max-seqs sequences decoded at once, each --tokens tokens at
---token-rate tokens/s, the rest queued), measures each one's greatest
-throughput by driving it directly with exactly --max-seqs requests in flight,
-then runs the whole pipeline (execute's sandbox replaced by the benchmark
-verdict) with the OpenAI policy over a pool of those servers: generate's
-scheduler, the pool's adaptive per-server limits and tree affinity. Prints
-pipeline samples/s over the servers' summed direct throughput.`,
+		Long: `Starts --servers fake OpenAI-compatible servers (openai/fakeserver's Engine:
+continuous batching whose decode step takes --step + --step-per-seq x the
+batch, a KV cache of --kv-tokens, a prefix cache; vLLM's scheduler gauges on
+/metrics unless --no-server-metrics), runs the whole pipeline (execute's
+sandbox replaced by the benchmark verdict) with the OpenAI policy over a pool
+of them (generate's scheduler, the pool's per-server limits and tree
+affinity), then measures each server's own peak by a direct concurrency
+sweep of plain HTTP requests replaying the pipeline's requests, and runs the
+pipeline again without affinity. Prints pipeline samples/s over the servers'
+summed peak, and the prefix cache's hit rate and samples/s with affinity and
+without.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := *cfg
@@ -74,5 +77,7 @@ pipeline samples/s over the servers' summed direct throughput.`,
 	f.IntVar(&sc.TreesPerTask, "saturation-trees-per-task", sc.TreesPerTask, "trees per task of each pipeline run")
 	f.DurationVar(&sc.Level, "level", sc.Level, "how long each concurrency of the direct sweep is measured")
 	f.IntVar(&sc.Concurrency, "concurrency", sc.Concurrency, "generate's concurrency (an upper bound: the slots follow the pool's capacity)")
+	f.BoolVar(&sc.NoMetrics, "no-server-metrics", sc.NoMetrics, "the servers expose no metrics (the pool's limits follow throughput)")
+	f.IntVar(&sc.SweepFlat, "sweep-flat", sc.SweepFlat, "doublings of the sweep in a row gaining less than 3% that end it")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/murphy-rl/murphy/openai/fakeserver"
@@ -33,6 +34,12 @@ type SaturationConfig struct {
 	// Concurrency is generate's concurrency: only an upper bound with a
 	// server pool (the slots follow the pool's capacity).
 	Concurrency int
+	// NoMetrics: the servers expose no metrics (the pool's limits then
+	// follow throughput, not the servers' queues).
+	NoMetrics bool
+	// SweepFlat is how many doublings of the direct sweep in a row that
+	// gain less than 3% end it.
+	SweepFlat int
 }
 
 // DefaultSaturationConfig is two servers whose step takes 5 ms + 0.1 ms
@@ -40,15 +47,15 @@ type SaturationConfig struct {
 // per prompt token and a prefix cache of 20,000 tokens; responses of 64
 // tokens; 40 trees per task.
 func DefaultSaturationConfig() SaturationConfig {
-	return SaturationConfig{Servers: 2, Tokens: 64, TreesPerTask: 40, Level: 2 * time.Second, Concurrency: 1024,
+	return SaturationConfig{Servers: 2, Tokens: 64, TreesPerTask: 40, Level: 2 * time.Second, Concurrency: 1024, SweepFlat: 2,
 		Engine: fakeserver.Engine{Step: 5 * time.Millisecond, PerSeq: 100 * time.Microsecond, PrefillPerToken: 20 * time.Microsecond,
 			KVTokens: 12000, PrefixCacheTokens: 20000}}
 }
 
 // Validate checks the configuration.
 func (c SaturationConfig) Validate() error {
-	if c.Servers < 1 || c.Tokens < 1 || c.Engine.Step <= 0 || c.Engine.KVTokens < 1 || c.TreesPerTask < 1 || c.Level <= 0 || c.Concurrency < 1 {
-		return fmt.Errorf("saturation: servers, tokens, step, kv_tokens, trees_per_task, level and concurrency must be > 0, got %+v", c)
+	if c.Servers < 1 || c.Tokens < 1 || c.Engine.Step <= 0 || c.Engine.KVTokens < 1 || c.TreesPerTask < 1 || c.Level <= 0 || c.Concurrency < 1 || c.SweepFlat < 1 {
+		return fmt.Errorf("saturation: servers, tokens, step, kv_tokens, trees_per_task, level, concurrency and sweep_flat must be > 0, got %+v", c)
 	}
 	return nil
 }
@@ -66,13 +73,19 @@ type ServerRun struct {
 	// once then; Hits and Lookups its prefix cache's then.
 	Pipeline, MaxActive, MaxQueued int
 	Hits, Lookups                  int
-	// Limit is the pool's limit for it at the end; Routed its requests by
-	// how the pool chose it.
-	Limit  float64
-	Routed map[string]float64
+	// Limit is the pool's limit for it at the end (FromMetrics: following
+	// the server's metrics, else throughput); Routed its requests by how
+	// the pool chose it.
+	Limit       float64
+	FromMetrics bool
+	Routed      map[string]float64
 	// Timeline is the mean of its sequences in flight (decoding and
-	// waiting), per second of the pipeline run (sampled every 50 ms).
-	Timeline []float64
+	// waiting), per second of the pipeline run (sampled every 50 ms);
+	// Waiting the mean of those waiting; Queued the share of the samples
+	// in which some waited (a finished sequence's place in the batch could
+	// be taken at once).
+	Timeline, Waiting []float64
+	Queued            float64
 }
 
 // SweepPoint is the throughput of one concurrency of the direct sweep.
@@ -125,11 +138,15 @@ func (r SaturationResult) String() string {
 	var b strings.Builder
 	c := r.Config
 	e := c.Engine
-	fmt.Fprintf(&b, "saturation: pipeline through the server pool vs the servers' own peak (a direct sweep of concurrency)\n")
+	fmt.Fprintf(&b, "saturation: pipeline through the server pool vs the servers' own peak (a direct sweep of concurrency replaying the pipeline's requests)\n")
 	fmt.Fprintf(&b, "  broker    %s\n", r.Broker)
 	fmt.Fprintf(&b, "  machine   %s\n", r.Machine)
-	fmt.Fprintf(&b, "  servers   %d fake servers: step %s + %s per sequence, prefill %s per prompt token not cached, KV cache %d tokens, prefix cache %d tokens; responses of %d tokens\n",
-		c.Servers, e.Step, e.PerSeq, e.PrefillPerToken, e.KVTokens, e.PrefixCacheTokens, c.Tokens)
+	metrics := "vLLM's scheduler gauges on /metrics"
+	if c.NoMetrics {
+		metrics = "no metrics"
+	}
+	fmt.Fprintf(&b, "  servers   %d fake servers: step %s + %s per sequence, prefill %s per prompt token not cached, KV cache %d tokens, prefix cache %d tokens; responses of %d tokens; %s\n",
+		c.Servers, e.Step, e.PerSeq, e.PrefillPerToken, e.KVTokens, e.PrefixCacheTokens, c.Tokens, metrics)
 	var affinity, spill float64
 	for i, s := range r.Servers {
 		pts := make([]string, len(s.Sweep))
@@ -137,13 +154,14 @@ func (r SaturationResult) String() string {
 			pts[j] = fmt.Sprintf("%d:%.1f", p.Concurrency, p.Rate)
 		}
 		fmt.Fprintf(&b, "  server %d  sweep (in flight: sequences/s) %s; peak %.1f at %d\n", i, strings.Join(pts, " "), s.Peak, s.PeakAt)
-		fmt.Fprintf(&b, "            in the pipeline %d sequences, at most %d decoding and %d waiting at once, pool limit %.0f at the end, prefix hits %d of %d\n",
-			s.Pipeline, s.MaxActive, s.MaxQueued, s.Limit, s.Hits, s.Lookups)
-		tl := make([]string, len(s.Timeline))
-		for j, v := range s.Timeline {
-			tl[j] = fmt.Sprintf("%.0f", v)
+		mode := "throughput"
+		if s.FromMetrics {
+			mode = "the server's metrics"
 		}
-		fmt.Fprintf(&b, "            in flight (decoding + waiting), mean per second of the run: %s\n", strings.Join(tl, " "))
+		fmt.Fprintf(&b, "            in the pipeline %d sequences, at most %d decoding and %d waiting at once, pool limit %.0f at the end (from %s), prefix hits %d of %d\n",
+			s.Pipeline, s.MaxActive, s.MaxQueued, s.Limit, mode, s.Hits, s.Lookups)
+		fmt.Fprintf(&b, "            in flight (decoding + waiting), mean per second of the run: %s\n", joinRound(s.Timeline))
+		fmt.Fprintf(&b, "            waiting, mean per second: %s; some waited in %.2f of the samples\n", joinRound(s.Waiting), s.Queued)
 		affinity += s.Routed["affinity"]
 		spill += s.Routed["spill"]
 	}
@@ -161,36 +179,44 @@ func (r SaturationResult) String() string {
 	return b.String()
 }
 
-// Saturation starts sc.Servers fake servers, measures each one's peak by a
-// direct concurrency sweep (plain HTTP requests of the workload's root
-// prompts, not murphy's client, all servers at once), then runs the
-// pipeline with the OpenAI policy over a pool of them (generate's
-// scheduler, the pool's adaptive limits and affinity, execute through
-// Verdict, govern, credit, emit) on b, and again without affinity.
+func joinRound(vs []float64) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("%.0f", v)
+	}
+	return strings.Join(out, " ")
+}
+
+// Saturation starts sc.Servers fake servers and runs the pipeline with
+// the OpenAI policy over a pool of them (generate's scheduler, the pool's
+// limits and affinity, execute through Verdict, govern, credit, emit) on
+// b, recording every request the servers get. It then measures each
+// server's peak by a direct concurrency sweep (plain HTTP requests, not
+// murphy's client, all servers at once, on fresh servers) that replays
+// those requests: the servers' peak on the pipeline's own workload. Last,
+// the pipeline again without affinity.
 func Saturation(ctx context.Context, b *Broker, c Config, sc SaturationConfig, ts []topics.Task, logw io.Writer) (SaturationResult, error) {
 	res := SaturationResult{Broker: b.String(), Machine: startMachine(), Config: sc, Tasks: len(ts)}
 	defer res.Machine.finish()
 	if err := sc.Validate(); err != nil {
 		return res, err
 	}
-	servers, err := startEngines(sc, 0)
+	var mu sync.Mutex
+	var bodies [][]byte
+	record := func(path string, body []byte) {
+		if strings.HasSuffix(path, "/chat/completions") {
+			mu.Lock()
+			bodies = append(bodies, body)
+			mu.Unlock()
+		}
+	}
+	servers, err := startEngines(sc, record)
 	if err != nil {
 		return res, err
 	}
-	defer closeAll(servers)
+	defer func() { closeAll(servers) }()
 	for _, s := range servers {
 		res.Servers = append(res.Servers, ServerRun{URL: s.URL()})
-	}
-	if err := sweepAll(ctx, servers, sc, ts, res.Servers); err != nil {
-		return res, fmt.Errorf("saturation: sweep: %w", err)
-	}
-	// Fresh servers for the pipeline: the sweep's prefix caches would help it.
-	closeAll(servers)
-	if servers, err = startEngines(sc, 0); err != nil {
-		return res, err
-	}
-	for i, s := range servers {
-		res.Servers[i].URL = s.URL()
 	}
 	stop := sampleServers(servers, res.Servers)
 	res.Pipeline, err = saturationPipeline(ctx, b, c, sc, servers, ts, true, "saturation", &res, logw)
@@ -204,8 +230,20 @@ func Saturation(ctx context.Context, b *Broker, c Config, sc SaturationConfig, t
 		res.Servers[i].Hits, res.Servers[i].Lookups = st.PrefixHits, st.PrefixLookups
 	}
 	res.poolMetrics()
+	// Fresh servers for the sweep and the second run: the caches of the
+	// first would help them.
 	closeAll(servers)
-	if servers, err = startEngines(sc, 0); err != nil {
+	if servers, err = startEngines(sc, nil); err != nil {
+		return res, err
+	}
+	mu.Lock()
+	replayed := bodies
+	mu.Unlock()
+	if err := sweepAll(ctx, servers, sc, replayed, res.Servers); err != nil {
+		return res, fmt.Errorf("saturation: sweep: %w", err)
+	}
+	closeAll(servers)
+	if servers, err = startEngines(sc, nil); err != nil {
 		return res, err
 	}
 	res.NoAffinity, err = saturationPipeline(ctx, b, c, sc, servers, ts, false, "saturation-noaff", nil, logw)
@@ -217,10 +255,10 @@ func Saturation(ctx context.Context, b *Broker, c Config, sc SaturationConfig, t
 	return res, err
 }
 
-func startEngines(sc SaturationConfig, _ int) ([]*fakeserver.Server, error) {
+func startEngines(sc SaturationConfig, record func(string, []byte)) ([]*fakeserver.Server, error) {
 	var out []*fakeserver.Server
 	for i := range sc.Servers {
-		s, err := fakeserver.Start(fakeserver.Config{Name: fmt.Sprintf("fake-%d", i), Tokens: sc.Tokens, Engine: sc.Engine})
+		s, err := fakeserver.Start(fakeserver.Config{Name: fmt.Sprintf("fake-%d", i), Tokens: sc.Tokens, Engine: sc.Engine, NoMetrics: sc.NoMetrics, Record: record})
 		if err != nil {
 			closeAll(out)
 			return nil, err

@@ -13,18 +13,28 @@ import (
 	"time"
 
 	"github.com/murphy-rl/murphy/openai/fakeserver"
-	"github.com/murphy-rl/murphy/tasks/submit"
-	"github.com/murphy-rl/murphy/topics"
 )
 
 // sweepAll measures every server's peak at once: a direct sweep of
-// concurrency (1, 2, 4, ... requests of one sample in flight, each level
-// for sc.Level after a warm-up of a quarter of it), until two doublings
-// in a row gain less than 3%.
-func sweepAll(ctx context.Context, servers []*fakeserver.Server, sc SaturationConfig, ts []topics.Task, runs []ServerRun) error {
-	var prompts []string
-	for i := range ts {
-		prompts = append(prompts, submit.RootPromptText(&ts[i]))
+// concurrency (1, 2, 4, ... requests in flight, each level for sc.Level
+// after a warm-up of one round), until sc.SweepFlat doublings in a row gain
+// less than 3%. The requests are bodies, the pipeline run's own chat
+// requests as the servers received them (root groups and refinements,
+// their n samples each), replayed in order by plain HTTP; the rate counts
+// sequences.
+func sweepAll(ctx context.Context, servers []*fakeserver.Server, sc SaturationConfig, bodies [][]byte, runs []ServerRun) error {
+	if len(bodies) == 0 {
+		return errors.New("no requests to replay")
+	}
+	reqs := make([]replay, len(bodies))
+	for i, b := range bodies {
+		var r struct {
+			N int `json:"n"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("recorded request: %w", err)
+		}
+		reqs[i] = replay{body: b, seqs: max(r.N, 1)}
 	}
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
@@ -32,7 +42,7 @@ func sweepAll(ctx context.Context, servers []*fakeserver.Server, sc SaturationCo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i].Sweep, errs[i] = sweep(ctx, s.URL(), sc, prompts)
+			runs[i].Sweep, errs[i] = sweep(ctx, s.URL(), sc, reqs)
 			for _, p := range runs[i].Sweep {
 				if p.Rate > runs[i].Peak {
 					runs[i].Peak, runs[i].PeakAt = p.Rate, p.Concurrency
@@ -44,13 +54,20 @@ func sweepAll(ctx context.Context, servers []*fakeserver.Server, sc SaturationCo
 	return errors.Join(errs...)
 }
 
-func sweep(ctx context.Context, root string, sc SaturationConfig, prompts []string) ([]SweepPoint, error) {
+// replay is one recorded request: its body and its sequences.
+type replay struct {
+	body []byte
+	seqs int
+}
+
+func sweep(ctx context.Context, root string, sc SaturationConfig, reqs []replay) ([]SweepPoint, error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
 	defer client.CloseIdleConnections()
 	var out []SweepPoint
 	best, flat := 0.0, 0
-	for c := 1; c <= 1024 && flat < 2; c *= 2 {
-		rate, err := level(ctx, client, root, c, sc, prompts)
+	var next atomic.Int64
+	for c := 1; c <= 1024 && flat < sc.SweepFlat; c *= 2 {
+		rate, err := level(ctx, client, root, c, sc, reqs, &next)
 		if err != nil {
 			return out, err
 		}
@@ -64,26 +81,29 @@ func sweep(ctx context.Context, root string, sc SaturationConfig, prompts []stri
 	return out, nil
 }
 
-// level keeps c requests in flight on root and returns the requests
-// completed per second after a warm-up of one round (c completions),
-// measured for at least sc.Level and two more rounds.
-func level(ctx context.Context, client *http.Client, root string, c int, sc SaturationConfig, prompts []string) (float64, error) {
-	var done atomic.Int64
+// level keeps c requests in flight on root (the next of reqs, in order,
+// cycling) and returns the sequences completed per second after a
+// warm-up of one round (c requests), measured for at least sc.Level and
+// two more rounds.
+func level(ctx context.Context, client *http.Client, root string, c int, sc SaturationConfig, reqs []replay, next *atomic.Int64) (float64, error) {
+	var done, seqs atomic.Int64
 	var stop atomic.Bool
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
-	for w := range c {
+	for range c {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := 0; !stop.Load() && ctx.Err() == nil; k++ {
-				if err := chat(ctx, client, root, prompts[(w+k)%len(prompts)], sc.Tokens); err != nil {
+			for !stop.Load() && ctx.Err() == nil {
+				r := reqs[int(next.Add(1)-1)%len(reqs)]
+				if err := post(ctx, client, root, r.body); err != nil {
 					once.Do(func() { firstErr = err })
 					stop.Store(true)
 					return
 				}
 				done.Add(1)
+				seqs.Add(int64(r.seqs))
 			}
 		}()
 	}
@@ -100,20 +120,15 @@ func level(ctx context.Context, client *http.Client, root string, c int, sc Satu
 	if err := wait(func() bool { return done.Load() >= int64(c) }); err != nil {
 		return 0, err
 	}
-	t0, n0 := time.Now(), done.Load()
+	t0, n0, s0 := time.Now(), done.Load(), seqs.Load()
 	if err := wait(func() bool { return time.Since(t0) >= sc.Level && done.Load()-n0 >= int64(2*c) }); err != nil {
 		return 0, err
 	}
-	return float64(done.Load()-n0) / time.Since(t0).Seconds(), nil
+	return float64(seqs.Load()-s0) / time.Since(t0).Seconds(), nil
 }
 
-// chat is one plain chat completion request of one sample.
-func chat(ctx context.Context, client *http.Client, root, prompt string, tokens int) error {
-	body, err := json.Marshal(map[string]any{"model": "fake", "messages": []map[string]string{{"role": "user", "content": prompt}},
-		"max_tokens": tokens, "temperature": 1})
-	if err != nil {
-		return err
-	}
+// post is one plain chat completion request of a recorded body.
+func post(ctx context.Context, client *http.Client, root string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -143,6 +158,9 @@ func sampleServers(servers []*fakeserver.Server, runs []ServerRun) (stop func())
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		sums := make([]float64, len(servers))
+		waits := make([]float64, len(servers))
+		samples := make([]int, len(servers))
+		queued := make([]int, len(servers))
 		k := 0
 		for {
 			select {
@@ -153,11 +171,18 @@ func sampleServers(servers []*fakeserver.Server, runs []ServerRun) (stop func())
 			for i, s := range servers {
 				st := s.Stats()
 				sums[i] += float64(st.Active + st.Queued)
+				waits[i] += float64(st.Queued)
+				samples[i]++
+				if st.Queued > 0 {
+					queued[i]++
+				}
+				runs[i].Queued = float64(queued[i]) / float64(samples[i])
 			}
 			if k++; k == 20 {
 				for i := range servers {
 					runs[i].Timeline = append(runs[i].Timeline, sums[i]/20)
-					sums[i] = 0
+					runs[i].Waiting = append(runs[i].Waiting, waits[i]/20)
+					sums[i], waits[i] = 0, 0
 				}
 				k = 0
 			}
@@ -197,6 +222,8 @@ func (r *SaturationResult) poolMetrics() {
 			switch mf.GetName() {
 			case "murphy_generate_server_limit":
 				s.Limit = m.GetGauge().GetValue()
+			case "murphy_generate_server_limit_from_metrics":
+				s.FromMetrics = m.GetGauge().GetValue() == 1
 			case "murphy_generate_server_routed_total":
 				s.Routed[labels["how"]] += m.GetCounter().GetValue()
 			}

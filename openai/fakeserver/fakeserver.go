@@ -26,6 +26,7 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
+	"io"
 	"errors"
 	"fmt"
 	"maps"
@@ -66,6 +67,9 @@ type Config struct {
 	// Tokenize, when set, gives the token ids of the answers and prompts
 	// (default: 1..n for an answer, 1000.. per word for a prompt).
 	Tokenize func(text string) []int
+	// Record, when set, is called with the path and body of every
+	// completion request (e.g. to replay a workload's requests).
+	Record func(path string, body []byte)
 	// NoMetrics turns off GET /metrics (metrics.go: vLLM's scheduler
 	// gauges), as a server that exposes none.
 	NoMetrics bool
@@ -354,9 +358,16 @@ func (s *Server) release() {
 
 func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 	var req request
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
+	}
+	if s.cfg.Record != nil {
+		s.cfg.Record(r.URL.Path, body)
 	}
 	if s.isFailing() {
 		http.Error(w, `{"error":{"message":"failing"}}`, http.StatusInternalServerError)
@@ -392,7 +403,6 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request, chat bool) {
 	s.mu.Unlock()
 	var partial []int
 	var aborted bool
-	var err error
 	if s.cfg.Engine.Step > 0 {
 		first := ""
 		if chat && len(req.Messages) > 0 {
