@@ -26,9 +26,10 @@ import (
 //     max(QueueMin, QueueRatio × running): enough that a finished
 //     sequence's place in the batch is taken at the next step, not after
 //     the client's round trip, and no more. The cache's room is what it
-//     still holds at the running sequences' mean size (running × (1 −
-//     usage) / usage; none at 95% usage): sequences waiting within it only
-//     arrived during the current step. Per scrape, with excess = waiting −
+//     still holds at the running sequences' mean size: its capacity in
+//     sequences (running / usage, smoothed over the scrapes at a usage of
+//     30% or more) less those running, none at 95% usage; sequences waiting
+//     within it only arrived during the current step. Per scrape, with excess = waiting −
 //     room: above the target, the limit shrinks by half the difference,
 //     whoever sent the excess (several clients of one server share its
 //     queue); below it, while the limit is what holds the pool back (its
@@ -133,8 +134,11 @@ type ServerLoad struct {
 type serverLimit struct {
 	cfg   LimitConfig
 	limit float64
-	// metrics: the limit follows the server's metrics (else throughput).
-	metrics bool
+	// metrics: the limit follows the server's metrics (else throughput);
+	// capacity is its KV cache's capacity in sequences as they last ran
+	// (0: not known yet).
+	metrics  bool
+	capacity float64
 	// peak is the most sequences in flight since the last decision.
 	peak int
 	// lastDecrease: errors of requests sent before it do not decrease
@@ -215,8 +219,20 @@ func (l *serverLimit) observe(load ServerLoad, inflight int) bool {
 	// mean size: sequences waiting within it are admitted at the next
 	// step (they arrived during this one), not queued for a place.
 	room := 0.0
-	if load.KVUsage >= 0 && load.KVUsage < 0.95 {
-		room = load.Running * (1 - load.KVUsage) / max(load.KVUsage, 0.01)
+	if u := load.KVUsage; u >= 0 && u < 0.95 {
+		room = load.Running * (1 - u) / max(u, 0.01)
+		if u >= 0.3 {
+			// The cache's capacity in sequences, smoothed over scrapes
+			// (a few running sequences say little about it).
+			c := load.Running / u
+			if l.capacity == 0 {
+				l.capacity = c
+			}
+			l.capacity += 0.3 * (c - l.capacity)
+		}
+		if l.capacity > 0 {
+			room = max(0, l.capacity-load.Running)
+		}
 	}
 	excess := load.Waiting - room
 	switch {
