@@ -68,9 +68,12 @@ type LimitConfig struct {
 	MetricsPath string `yaml:"metrics_path"`
 	// MetricsInterval is how often the metrics are scraped.
 	MetricsInterval time.Duration `yaml:"metrics_interval"`
-	// QueueMin and QueueRatio set the sequences kept waiting on a server:
-	// max(QueueMin, QueueRatio × its running sequences).
-	QueueMin   int     `yaml:"queue_min"`
+	// QueueMin is the fewest sequences kept waiting on a server beyond
+	// what its KV cache can admit (the target is max(QueueMin,
+	// QueueRatio × its running sequences)).
+	QueueMin int `yaml:"queue_min"`
+	// QueueRatio is the share of a server's running sequences kept
+	// waiting on it, when more than QueueMin.
 	QueueRatio float64 `yaml:"queue_ratio"`
 	// Gain is the least relative throughput gain of a step up that keeps
 	// the throughput climb going (0.05: 5%).

@@ -111,9 +111,14 @@ func (s *Server) engineAbort(seqs []*engineSeq) []int {
 	return partial
 }
 
-// engineLoop runs the decode steps until stop closes.
+// engineLoop runs the decode steps until stop closes. A step ends its
+// duration after the previous one ended, on the engine's own clock, when
+// the loop woke late (the host's scheduling, not the modelled GPU): the
+// next step makes up for it, by at most its own duration, so that steps
+// never run back to back in a burst.
 func (s *Server) engineLoop(stop chan struct{}) {
 	e := s.cfg.Engine
+	var end time.Time // when the last step ended, on the engine's clock
 	for {
 		s.mu.Lock()
 		prefill := s.admitLocked()
@@ -123,17 +128,26 @@ func (s *Server) engineLoop(stop chan struct{}) {
 		if running == 0 {
 			select {
 			case <-wake:
+				end = time.Time{}
 				continue
 			case <-stop:
 				return
 			}
 		}
-		t := time.NewTimer(e.Step + time.Duration(running)*e.PerSeq + time.Duration(prefill)*e.PrefillPerToken)
-		select {
-		case <-t.C:
-		case <-stop:
-			t.Stop()
-			return
+		d := e.Step + time.Duration(running)*e.PerSeq + time.Duration(prefill)*e.PrefillPerToken
+		now := time.Now()
+		if end.IsZero() || now.Sub(end) > d {
+			end = now
+		}
+		end = end.Add(d)
+		if wait := time.Until(end); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
+				return
+			}
 		}
 		s.mu.Lock()
 		kept := s.eng.running[:0]
