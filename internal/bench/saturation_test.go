@@ -8,11 +8,11 @@ import (
 )
 
 // saturationCI is the saturation benchmark at CI's size: the fake's
-// default engine (DefaultSaturationConfig), 4 trees per task, levels of
+// default engine (DefaultSaturationConfig), 2 trees per task, levels of
 // the sweep of 0.3 s ending at the first doubling that gains < 3%.
 func saturationCI() SaturationConfig {
 	sc := DefaultSaturationConfig()
-	sc.TreesPerTask, sc.Level, sc.SweepFlat = 4, 300*time.Millisecond, 1
+	sc.TreesPerTask, sc.Level, sc.SweepFlat = 2, 300*time.Millisecond, 1
 	return sc
 }
 
