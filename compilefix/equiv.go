@@ -405,8 +405,9 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // OpenEquivalence opens what cfg names for comparing repairs: the
-// workspace store, a snapshot cache and a build sandbox of its own (give
-// it a uid range apart from execute's). close releases them.
+// workspace store, a snapshot cache and a build sandbox (shared, in one
+// process, with execute's and the episodes' when their configurations are
+// equal: sandbox.OpenBuilder). close releases them.
 func OpenEquivalence(ctx context.Context, cfg Config) (eq *Equivalence, close func(), err error) {
 	ev, close, err := Open(ctx, cfg)
 	if err != nil {

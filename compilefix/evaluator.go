@@ -512,7 +512,7 @@ func Open(ctx context.Context, cfg Config) (cf *Evaluator, close func(), err err
 		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = os.RemoveAll(work) })
-	b, err := sandbox.NewBuilder(cfg.Builder)
+	b, err := sandbox.OpenBuilder(cfg.Builder) // shared with the process's other stages of an equal configuration
 	if err != nil {
 		return nil, nil, err
 	}

@@ -272,6 +272,12 @@ type Builder struct {
 	// seeds are kept build caches by key (Warm), under dir/seeds.
 	seedMu sync.Mutex
 	seeds  map[string]string
+	// warming holds the keys whose first Warm runs now; it is closed
+	// when that Warm ends.
+	warming map[string]chan struct{}
+	// seedless holds the keys whose warm-up kept nothing (toolchains
+	// without a build cache): their Warms are plain builds.
+	seedless map[string]bool
 	slots  chan *buildSlot
 	all    []*buildSlot
 	cg     *cgroups
@@ -368,12 +374,49 @@ func (b *Builder) Seed(key string) string {
 // project of the toolchain needs (the standard library), and is never
 // replaced or removed while the builder runs, so a job may bind it at any
 // time. The result is job's, as Build returns it.
+//
+// Concurrent Warms of one key run one warm-up: the others wait for it and
+// then build with its seed (or warm again if it kept none), so a
+// toolchain's caches are built once, not once per concurrent caller.
 func (b *Builder) Warm(ctx context.Context, key string, job *BuildJob) (*BuildResult, error) {
-	if key == "" || b.Seed(key) != "" {
-		j := *job
-		j.SeedKey = key
-		return b.Build(ctx, &j)
+	for key != "" && b.Seed(key) == "" {
+		b.seedMu.Lock()
+		if b.seedless[key] {
+			b.seedMu.Unlock()
+			break
+		}
+		wait, busy := b.warming[key]
+		if !busy {
+			if b.warming == nil {
+				b.warming = map[string]chan struct{}{}
+			}
+			done := make(chan struct{})
+			b.warming[key] = done
+			b.seedMu.Unlock()
+			defer func() {
+				b.seedMu.Lock()
+				delete(b.warming, key)
+				b.seedMu.Unlock()
+				close(done)
+			}()
+			return b.warm(ctx, key, job)
+		}
+		b.seedMu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.closed:
+			return nil, ErrBuilderClosed
+		}
 	}
+	j := *job
+	j.SeedKey = key
+	return b.Build(ctx, &j)
+}
+
+// warm runs the first Warm of key and keeps its caches as the key's seed.
+func (b *Builder) warm(ctx context.Context, key string, job *BuildJob) (*BuildResult, error) {
 	export, err := os.MkdirTemp(b.dir, "seed-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: seed: %w", err)
@@ -387,6 +430,14 @@ func (b *Builder) Warm(ctx context.Context, key string, job *BuildJob) (*BuildRe
 	}
 	if _, serr := os.Stat(filepath.Join(j.Export, "gocache")); serr != nil || res.SandboxError != "" {
 		os.RemoveAll(export)
+		if serr != nil && res.SandboxError == "" {
+			b.seedMu.Lock()
+			if b.seedless == nil {
+				b.seedless = map[string]bool{}
+			}
+			b.seedless[key] = true // nothing to keep: later Warms just build
+			b.seedMu.Unlock()
+		}
 		return res, nil
 	}
 	b.seedMu.Lock()

@@ -2,12 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,6 +227,82 @@ func TestBuilderWarmSeedsByKey(t *testing.T) {
 	res = build(t, b, &BuildJob{Tree: tree, SeedKey: "gcc", Commands: [][]string{sh("test ! -e /tmp/gocache")}})
 	if !res.OK() {
 		t.Fatalf("a job of another key was seeded: %+v", res)
+	}
+}
+
+// TestBuilderConcurrentWarmsWarmOnce: Warms of one key that overlap run
+// one warm-up; the others build with its seed. A key whose warm-up keeps
+// nothing is built plainly from then on.
+func TestBuilderConcurrentWarmsWarmOnce(t *testing.T) {
+	b := newTestBuilder(t, func(c *BuilderConfig) { c.Workers = 3 })
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	warm := sh("if [ -e /tmp/gocache/e ]; then echo seeded; else mkdir -p /tmp/gocache && echo warm > /tmp/gocache/e && sleep 1 && echo warmed; fi")
+	var wg sync.WaitGroup
+	outs := make([]string, 3)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := b.Warm(context.Background(), "go", &BuildJob{Tree: tree, Commands: [][]string{warm}})
+			if err != nil || !res.OK() {
+				t.Errorf("warm %d: %v %+v", i, err, res)
+				return
+			}
+			outs[i] = strings.TrimSpace(string(res.Commands[0].Output))
+		}()
+	}
+	wg.Wait()
+	slices.Sort(outs)
+	if !slices.Equal(outs, []string{"seeded", "seeded", "warmed"}) {
+		t.Fatalf("outputs %q, want one warm-up and two seeded builds", outs)
+	}
+	res, err := b.Warm(context.Background(), "javac", &BuildJob{Tree: tree, Commands: [][]string{{"true"}}})
+	if err != nil || !res.OK() || b.Seed("javac") != "" || !b.seedless["javac"] {
+		t.Fatalf("seedless warm: %v %+v", err, res)
+	}
+}
+
+// TestOpenBuilderShares: equal configurations share one builder until the
+// last share closes; another configuration gets its own.
+func TestOpenBuilderShares(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the builder needs root")
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	cfg := DefaultBuilderConfig()
+	cfg.Workers = 1
+	a, err := OpenBuilder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenBuilder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cfg
+	other.MemoryMB++
+	c, err := OpenBuilder(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if a.Builder != b.Builder || a.Builder == c.Builder {
+		t.Fatalf("sharing: a=%p b=%p c=%p", a.Builder, b.Builder, c.Builder)
+	}
+	if err := a.Close(); err != nil || a.Close() != nil {
+		t.Fatal(err)
+	}
+	tree := writeTree(t, map[string]string{"x": "x\n"})
+	if res := build(t, b.Builder, &BuildJob{Tree: tree, Commands: [][]string{{"true"}}}); !res.OK() {
+		t.Fatalf("the remaining share cannot build: %+v", res)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Build(context.Background(), &BuildJob{Tree: tree, Commands: [][]string{{"true"}}}); !errors.Is(err, ErrBuilderClosed) {
+		t.Fatalf("after the last share: %v", err)
 	}
 }
 

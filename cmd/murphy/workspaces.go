@@ -21,21 +21,27 @@ func taskKinds() []string {
 }
 
 // quickStart is murphy run's default set: the python-function and stdio
-// tasks of ts and the first compile-fix task of each language, so that a
-// first run shows every kind and language in minutes (--tasks builtin runs
-// all of them).
+// tasks of ts and one compile-fix task of each language, the first without
+// a tests command where there is one (its builds alone decide it, the
+// quickest to warm), so that a first run shows every kind and language in
+// about a minute (--tasks builtin runs all of them).
 func quickStart(ts []topics.Task) []topics.Task {
-	out := ts[:0:0]
-	langs := map[string]bool{}
-	for _, t := range ts {
-		if t.Kind == topics.KindCompileFix {
-			lang := t.TaskLanguage()
-			if langs[lang] {
-				continue
-			}
-			langs[lang] = true
+	pick := map[string]int{}
+	for i, t := range ts {
+		if t.Kind != topics.KindCompileFix {
+			continue
 		}
-		out = append(out, t)
+		lang := t.TaskLanguage()
+		j, ok := pick[lang]
+		if !ok || (len(ts[j].CompileFix.Tests) > 0 && len(t.CompileFix.Tests) == 0) {
+			pick[lang] = i
+		}
+	}
+	out := ts[:0:0]
+	for i, t := range ts {
+		if t.Kind != topics.KindCompileFix || pick[t.TaskLanguage()] == i {
+			out = append(out, t)
+		}
 	}
 	return out
 }

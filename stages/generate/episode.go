@@ -185,7 +185,7 @@ func OpenEpisodes(ctx context.Context, cfg EpisodesConfig) (eps *Episodes, close
 		return nil, nil, err
 	}
 	closers = append(closers, func() { _ = os.RemoveAll(work) })
-	b, err := sandbox.NewBuilder(cfg.Builder)
+	b, err := sandbox.OpenBuilder(cfg.Builder) // shared with the process's other stages of an equal configuration
 	if err != nil {
 		return nil, nil, err
 	}
