@@ -278,11 +278,11 @@ type Builder struct {
 	// seedless holds the keys whose warm-up kept nothing (toolchains
 	// without a build cache): their Warms are plain builds.
 	seedless map[string]bool
-	slots  chan *buildSlot
-	all    []*buildSlot
-	cg     *cgroups
-	closed chan struct{}
-	once   sync.Once
+	slots    chan *buildSlot
+	all      []*buildSlot
+	cg       *cgroups
+	closed   chan struct{}
+	once     sync.Once
 }
 
 type buildSlot struct {
