@@ -139,49 +139,15 @@ func loadTasks(opt runOptions, stderr io.Writer) ([]topics.Task, error) {
 }
 
 func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runOptions) error {
-	if opt.RunID == "" {
-		opt.RunID = "run-" + strconv.FormatInt(opt.Seed, 10)
-	}
-	cfg.Generate.Policy.Simulated.Seed = opt.Seed
-	cfg.Generate.Episodes.Simulated.Seed = opt.Seed
-	cfg.Execute.Sandbox.Seed = opt.Seed
-	if err := cfg.validate(stageNames); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	for _, name := range opt.Compare {
-		if !slices.Contains(credit.Strategies(), name) {
-			return &exitError{code: 2, err: fmt.Errorf("run: --compare: unknown strategy %q (want one of %v)", name, credit.Strategies())}
-		}
-	}
-	ts, err := loadTasks(opt, stderr)
+	ts, err := prepareRun(cfg, &opt, stderr)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
-	if len(ts) == 0 {
-		return &exitError{code: 2, err: errors.New("run: no tasks")}
+	cleanupStore, err := compileFixStores(ctx, cfg, opt, ts)
+	if err != nil {
+		return err
 	}
-	if hasKind(ts, topics.KindCompileFix) {
-		builtinSet := opt.Tasks == "" || opt.Tasks == builtinTaskSet
-		switch {
-		case builtinSet:
-			url, cleanup, err := builtinStore(ctx, cfg.Execute.CompileFix.Store)
-			if err != nil {
-				return fmt.Errorf("run: %w", err)
-			}
-			defer cleanup()
-			cfg.Execute.CompileFix.Store = url
-		case cfg.Execute.CompileFix.Store == "":
-			return &exitError{code: 2, err: errors.New("run: compile-fix tasks need a workspace store (--execute.compile-fix.store)")}
-		}
-		if cfg.Generate.Episodes.Store == "" {
-			cfg.Generate.Episodes.Store = cfg.Execute.CompileFix.Store // episodes read the snapshots execute reads
-		}
-		if cfg.Govern.Artifact.Store == "" {
-			cfg.Govern.Artifact.Store = cfg.Execute.CompileFix.Store // the artifact judge builds the snapshots execute builds
-		}
-	} else {
-		cfg.Generate.Episodes.Enabled = false // no compile-fix task: nothing for episodes to open
-	}
+	defer cleanupStore()
 	if opt.Calibrate {
 		if err := calibrate(ctx, cfg.Execute.Sandbox, ts, stderr); err != nil {
 			return err
@@ -239,20 +205,11 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	for _, e := range rep.Skipped {
 		fmt.Fprintf(stderr, "skipped task: %v\n", e)
 	}
-	var samplesOut io.Writer
-	if opt.SamplesOut != "" {
-		f, err := os.Create(opt.SamplesOut)
-		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("run: %w", err)}
-		}
-		bw := bufio.NewWriterSize(f, 1<<20)
-		samplesOut = bw
-		defer func() {
-			if err := errors.Join(bw.Flush(), f.Close()); err != nil {
-				fmt.Fprintf(stderr, "samples out %s: %v\n", opt.SamplesOut, err)
-			}
-		}()
+	samplesOut, closeSamples, err := openSamplesOut(opt.SamplesOut, stderr)
+	if err != nil {
+		return err
 	}
+	defer closeSamples()
 	mon := newMonitor(rep.Trees, opt.Compare, samplesOut)
 	monErr := mon.watch(ctx, cfg.Kafka, cfg.Topics, stderr, opt.Progress, start)
 
@@ -269,6 +226,39 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 	files, fileTrees, ferr := countOutput(cfg.Emit.Dir)
 	elapsed := time.Since(start)
 	mon.summary.print(stdout, elapsed, files, fileTrees, mon.comparisons())
+	return runVerdict(cfg, mon, rep.Trees, fileTrees, monErr, ferr)
+}
+
+// prepareRun applies the run's seed and id, checks the configuration and
+// loads the tasks; its errors are usage errors (exit code 2).
+func prepareRun(cfg *Config, opt *runOptions, stderr io.Writer) ([]topics.Task, error) {
+	if opt.RunID == "" {
+		opt.RunID = "run-" + strconv.FormatInt(opt.Seed, 10)
+	}
+	cfg.Generate.Policy.Simulated.Seed = opt.Seed
+	cfg.Generate.Episodes.Simulated.Seed = opt.Seed
+	cfg.Execute.Sandbox.Seed = opt.Seed
+	if err := cfg.validate(stageNames); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	for _, name := range opt.Compare {
+		if !slices.Contains(credit.Strategies(), name) {
+			return nil, &exitError{code: 2, err: fmt.Errorf("run: --compare: unknown strategy %q (want one of %v)", name, credit.Strategies())}
+		}
+	}
+	ts, err := loadTasks(*opt, stderr)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if len(ts) == 0 {
+		return nil, &exitError{code: 2, err: errors.New("run: no tasks")}
+	}
+	return ts, nil
+}
+
+// runVerdict is murphy run's exit: 0 only when every tree completed and is
+// in the output files.
+func runVerdict(cfg *Config, mon *monitor, trees, fileTrees int, monErr, ferr error) error {
 	switch {
 	case monErr != nil:
 		return &exitError{code: 1, err: fmt.Errorf("run incomplete: %w", monErr)}
@@ -278,10 +268,58 @@ func runAll(ctx context.Context, stdout, stderr io.Writer, cfg *Config, opt runO
 		return &exitError{code: 1, err: fmt.Errorf("%d trees closed incomplete at credit's deadline (%s) and dropped", mon.summary.droppedOnly(), cfg.Credit.Deadline)}
 	case mon.summary.Incomplete > 0:
 		return &exitError{code: 1, err: fmt.Errorf("%d trees closed incomplete", mon.summary.Incomplete)}
-	case fileTrees+mon.summary.Empty != rep.Trees:
-		return &exitError{code: 1, err: fmt.Errorf("output files hold %d of %d trees (%d credited with no sample left)", fileTrees, rep.Trees, mon.summary.Empty)}
+	case fileTrees+mon.summary.Empty != trees:
+		return &exitError{code: 1, err: fmt.Errorf("output files hold %d of %d trees (%d credited with no sample left)", fileTrees, trees, mon.summary.Empty)}
 	}
 	return nil
+}
+
+// compileFixStores points execute, the episodes and the artifact judge at
+// the workspace store of the run's compile-fix tasks (the built-in store
+// for the built-in set), or turns episodes off when there are none. The
+// returned cleanup releases the built-in store.
+func compileFixStores(ctx context.Context, cfg *Config, opt runOptions, ts []topics.Task) (func(), error) {
+	cleanup := func() {}
+	if !hasKind(ts, topics.KindCompileFix) {
+		cfg.Generate.Episodes.Enabled = false // no compile-fix task: nothing for episodes to open
+		return cleanup, nil
+	}
+	switch {
+	case opt.Tasks == "" || opt.Tasks == builtinTaskSet:
+		url, release, err := builtinStore(ctx, cfg.Execute.CompileFix.Store)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		cleanup = release
+		cfg.Execute.CompileFix.Store = url
+	case cfg.Execute.CompileFix.Store == "":
+		return nil, &exitError{code: 2, err: errors.New("run: compile-fix tasks need a workspace store (--execute.compile-fix.store)")}
+	}
+	if cfg.Generate.Episodes.Store == "" {
+		cfg.Generate.Episodes.Store = cfg.Execute.CompileFix.Store // episodes read the snapshots execute reads
+	}
+	if cfg.Govern.Artifact.Store == "" {
+		cfg.Govern.Artifact.Store = cfg.Execute.CompileFix.Store // the artifact judge builds the snapshots execute builds
+	}
+	return cleanup, nil
+}
+
+// openSamplesOut opens --samples-out ("" = none): a buffered writer and its
+// close, which reports a failed flush on stderr.
+func openSamplesOut(path string, stderr io.Writer) (io.Writer, func(), error) {
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, &exitError{code: 2, err: fmt.Errorf("run: %w", err)}
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	return bw, func() {
+		if err := errors.Join(bw.Flush(), f.Close()); err != nil {
+			fmt.Fprintf(stderr, "samples out %s: %v\n", path, err)
+		}
+	}, nil
 }
 
 // countOutput counts the distinct trees in the batch files of dir.
