@@ -31,6 +31,8 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		kfake.AllowAutoTopicCreation(),
 		kfake.BrokerConfigs(map[string]string{
 			"message.max.bytes": fmt.Sprint(topics.DefaultMaxMessageBytes + 1<<20),
+			// One broker: it replicates nothing (kfake's own default says 3).
+			"default.replication.factor": "1",
 		}),
 	}
 	if cfg.Partitions > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -357,9 +358,8 @@ func createTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog, spec
 	reqs := make([]kafka.TopicConfig, 0, len(specs))
 	for _, s := range specs {
 		tc := kafka.TopicConfig{
-			Topic:             cat.Topic(s.Name),
-			NumPartitions:     s.Partitions,
-			ReplicationFactor: 1,
+			Topic:         cat.Topic(s.Name),
+			NumPartitions: s.Partitions,
 			ConfigEntries: []kafka.ConfigEntry{
 				{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(s.MaxMessageBytes)},
 			},
@@ -369,18 +369,18 @@ func createTopics(ctx context.Context, cfg KafkaConfig, cat topics.Catalog, spec
 		}
 		reqs = append(reqs, tc)
 	}
-	return createTopicConfigs(ctx, cfg, reqs...)
-}
-
-func createTopicConfigs(ctx context.Context, cfg KafkaConfig, reqs ...kafka.TopicConfig) error {
 	t := cfg.Transport()
 	defer t.CloseIdleConnections()
-	return createTopicConfigsWith(ctx, cfg, t, reqs...)
+	return createTopicConfigsWith(ctx, cfg, t, cat, reqs...)
 }
 
-// createTopicConfigsWith creates topics through rt, so that a writer sharing
-// rt sees them in its metadata cache at once.
-func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.RoundTripper, reqs ...kafka.TopicConfig) error {
+// createTopicConfigsWith creates the topics of reqs that do not exist yet
+// through rt (so that a writer sharing rt sees them in its metadata cache
+// at once), replicated as repl's ReplicationFactor and MinInsyncReplicas
+// say, resolved against the cluster (Cluster.Replication). Topics that
+// exist are left as they are, so a stage restarting while a broker is down
+// only waits for its topics' leaders.
+func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.RoundTripper, repl topics.Catalog, reqs ...kafka.TopicConfig) error {
 	timeout := cfg.StartupTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
@@ -397,14 +397,14 @@ func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.Round
 	// Brokers that are down or restarting are waited for; brokers that
 	// refuse this client (credentials, certificates) fail at once.
 	permanent := func(err error) error {
-		if authFailure(err) {
+		if authFailure(err) || invalidReplication(err) {
 			return backoff.Permanent(err)
 		}
 		return err
 	}
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		if !created {
-			if lastErr = createOnce(ctx, client, reqs); lastErr != nil {
+			if lastErr = createMissing(ctx, client, repl, reqs); lastErr != nil {
 				return struct{}{}, permanent(lastErr)
 			}
 			created = true
@@ -421,7 +421,49 @@ func createTopicConfigsWith(ctx context.Context, cfg KafkaConfig, rt kafka.Round
 	if authFailure(lastErr) {
 		return authError(cfg, lastErr)
 	}
+	if invalidReplication(lastErr) {
+		return lastErr
+	}
 	return fmt.Errorf("topics not ready within %s (kafka.startup_timeout): %w", timeout, lastErr)
+}
+
+// createMissing creates the topics of reqs the metadata does not list,
+// replicated as repl says on this cluster.
+func createMissing(ctx context.Context, client *kafka.Client, repl topics.Catalog, reqs []kafka.TopicConfig) error {
+	names := make([]string, len(reqs))
+	for i, r := range reqs {
+		names[i] = r.Topic
+	}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: names})
+	if err != nil {
+		return fmt.Errorf("create topics: metadata: %w", err)
+	}
+	exists := map[string]bool{}
+	for _, t := range md.Topics {
+		if t.Error == nil || !errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			exists[t.Name] = true
+		}
+	}
+	var missing []kafka.TopicConfig
+	for _, r := range reqs {
+		if !exists[r.Topic] {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	cl, err := describeCluster(ctx, client)
+	if err != nil {
+		return fmt.Errorf("create topics: %w", err)
+	}
+	r, err := cl.Replication(repl)
+	if err != nil {
+		return err
+	}
+	missing = slices.Clone(missing)
+	applyReplication(missing, r)
+	return createOnce(ctx, client, missing)
 }
 
 // createOnce sends one CreateTopics request; topics that exist already are

@@ -32,6 +32,9 @@ type PublisherConfig struct {
 	// CreatePartitions, when > 0, creates a topic with this many partitions
 	// on first publish if it does not exist yet.
 	CreatePartitions int
+	// Replication of the topics it creates: ReplicationFactor and
+	// MinInsyncReplicas as in topics.Catalog (0: the cluster's default).
+	Replication topics.Catalog
 }
 
 // Publisher is a Watermill message.Publisher on kafka-go.
@@ -100,7 +103,7 @@ func (p *Publisher) ensure(ctx context.Context, topic string) error {
 	if done {
 		return nil
 	}
-	err := createTopicConfigsWith(ctx, p.cfg.Kafka, p.w.Transport, kafka.TopicConfig{Topic: topic, NumPartitions: p.cfg.CreatePartitions, ReplicationFactor: 1})
+	err := createTopicConfigsWith(ctx, p.cfg.Kafka, p.w.Transport, p.cfg.Replication, kafka.TopicConfig{Topic: topic, NumPartitions: p.cfg.CreatePartitions})
 	if err != nil {
 		return err
 	}
@@ -145,6 +148,9 @@ type SubscriberConfig struct {
 	// CreatePartitions, when > 0, creates the topic with this many
 	// partitions before subscribing if it does not exist yet.
 	CreatePartitions int
+	// Replication of the topics it creates: ReplicationFactor and
+	// MinInsyncReplicas as in topics.Catalog (0: the cluster's default).
+	Replication topics.Catalog
 	// OnMessage, if set, is called for every fetched record (metrics: lag).
 	OnMessage func(topic string, partition int, offset, highWaterMark int64)
 	Logger    watermill.LoggerAdapter
@@ -269,7 +275,7 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	n := max(s.cfg.CreatePartitions, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return createTopicConfigsWith(ctx, s.cfg.Kafka, s.tr, kafka.TopicConfig{Topic: topic, NumPartitions: n, ReplicationFactor: 1})
+	return createTopicConfigsWith(ctx, s.cfg.Kafka, s.tr, s.cfg.Replication, kafka.TopicConfig{Topic: topic, NumPartitions: n})
 }
 
 var _ message.SubscribeInitializer = (*Subscriber)(nil)

@@ -73,6 +73,50 @@ type Catalog struct {
 	// topic that already exists keeps its own); the unit of parallelism of
 	// every stage.
 	Partitions int `yaml:"partitions"`
+	// ReplicationFactor is the replica count of the topics murphy creates
+	// (a topic that already exists keeps its own). 0 takes the cluster's
+	// default.replication.factor. It may not exceed the cluster's broker
+	// count: creating topics fails with an error saying so.
+	ReplicationFactor int `yaml:"replication_factor"`
+	// MinInsyncReplicas is the min.insync.replicas of the topics murphy
+	// creates: an acks=all write (every producer of murphy) succeeds only
+	// while this many replicas have it. 0 takes RF-1 when the replication
+	// factor is 3 or more (one broker may be down without blocking writes
+	// or losing an acknowledged one), else the cluster's own setting.
+	MinInsyncReplicas int `yaml:"min_insync_replicas"`
+}
+
+// Replication is how the topics murphy creates are replicated.
+type Replication struct {
+	// Factor is the replica count of every partition.
+	Factor int
+	// MinInsync is the topics' min.insync.replicas; 0 leaves the cluster's.
+	MinInsync int
+}
+
+// Replication resolves the catalog's replication against a cluster whose
+// default.replication.factor is clusterDefault and which has brokers
+// brokers (0: unknown, not checked). It fails when the factor exceeds the
+// brokers or min.insync.replicas exceeds the factor.
+func (c Catalog) Replication(clusterDefault, brokers int) (Replication, error) {
+	r := Replication{Factor: c.ReplicationFactor, MinInsync: c.MinInsyncReplicas}
+	from := "topics.replication_factor"
+	if r.Factor <= 0 {
+		r.Factor = max(clusterDefault, 1)
+		from = "the cluster's default.replication.factor"
+	}
+	if brokers > 0 && r.Factor > brokers {
+		return r, fmt.Errorf("topics: replication factor %d (%s) exceeds the cluster's %d broker(s): "+
+			"set topics.replication_factor to at most %d, or add brokers", r.Factor, from, brokers, brokers)
+	}
+	if r.MinInsync <= 0 && r.Factor >= 3 {
+		r.MinInsync = r.Factor - 1
+	}
+	if r.MinInsync > r.Factor {
+		return r, fmt.Errorf("topics: min_insync_replicas %d exceeds the replication factor %d (%s): "+
+			"no write could ever be acknowledged", r.MinInsync, r.Factor, from)
+	}
+	return r, nil
 }
 
 // DefaultCatalog is the catalog used when nothing is configured.
@@ -124,6 +168,16 @@ func (c Catalog) Spec(n Name) Spec {
 func (c Catalog) Validate() error {
 	if c.Partitions < 1 {
 		return fmt.Errorf("topics: partitions must be >= 1, got %d", c.Partitions)
+	}
+	if c.ReplicationFactor < 0 {
+		return fmt.Errorf("topics: replication_factor must be >= 0 (0: the cluster's default), got %d", c.ReplicationFactor)
+	}
+	if c.MinInsyncReplicas < 0 {
+		return fmt.Errorf("topics: min_insync_replicas must be >= 0 (0: RF-1 from RF 3, else the cluster's), got %d", c.MinInsyncReplicas)
+	}
+	if c.ReplicationFactor > 0 && c.MinInsyncReplicas > c.ReplicationFactor {
+		return fmt.Errorf("topics: min_insync_replicas %d exceeds replication_factor %d: no write could ever be acknowledged",
+			c.MinInsyncReplicas, c.ReplicationFactor)
 	}
 	if strings.ContainsAny(c.Prefix, " /\\") {
 		return fmt.Errorf("topics: prefix %q contains invalid characters", c.Prefix)

@@ -908,6 +908,23 @@ func TestStrimzi(t *testing.T) {
 		t.Error("the Topic and User Operators must run for KafkaTopics and KafkaUsers")
 	}
 
+	// The stages' replication, resolved against this cluster: its brokers
+	// and its default.replication.factor.
+	brokers := 0
+	for _, np := range b.nodePools {
+		if slices.Contains(np.Spec.Roles, "broker") {
+			brokers += np.Spec.Replicas
+		}
+	}
+	defRF, _ := strconv.Atoi(fmt.Sprint(k.Spec.Kafka.Config["default.replication.factor"]))
+	repl, err := b.cfg.Topics.Replication(defRF, brokers)
+	if err != nil {
+		t.Fatalf("the stages' replication on %d brokers: %v", brokers, err)
+	}
+	if repl.Factor < 3 || repl.MinInsync < 2 {
+		t.Errorf("replication %+v: one broker down must neither lose nor block an acknowledged write", repl)
+	}
+
 	// A KafkaTopic for every catalog topic, as the catalog specifies it.
 	byName := map[string]*strimziTopic{}
 	for _, kt := range b.kafkaTopics {
@@ -934,8 +951,18 @@ func TestStrimzi(t *testing.T) {
 		if got := fmt.Sprint(kt.Spec.Config["max.message.bytes"]); got != strconv.Itoa(spec.MaxMessageBytes) {
 			t.Errorf("KafkaTopic %s: max.message.bytes %s, the catalog %d", name, got, spec.MaxMessageBytes)
 		}
-		if min, _ := strconv.Atoi(fmt.Sprint(k.Spec.Kafka.Config["min.insync.replicas"])); kt.Spec.Replicas <= min {
+		min, _ := strconv.Atoi(fmt.Sprint(k.Spec.Kafka.Config["min.insync.replicas"]))
+		if v, ok := kt.Spec.Config["min.insync.replicas"]; ok {
+			min, _ = strconv.Atoi(fmt.Sprint(v))
+		}
+		if kt.Spec.Replicas <= min {
 			t.Errorf("KafkaTopic %s: %d replicas do not survive a broker down with min.insync.replicas %d", name, kt.Spec.Replicas, min)
+		}
+		// The stages and the topics Job would create it as the KafkaTopic
+		// says (the same replication wherever a topic comes from).
+		if kt.Spec.Replicas != repl.Factor || min != repl.MinInsync {
+			t.Errorf("KafkaTopic %s: replicas %d, min.insync.replicas %d; the stages' configuration resolves to %d, %d",
+				name, kt.Spec.Replicas, min, repl.Factor, repl.MinInsync)
 		}
 	}
 	for name := range byName {
