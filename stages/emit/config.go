@@ -41,6 +41,14 @@ type Config struct {
 	ReadBackTimeout time.Duration `yaml:"read_back_timeout"`
 	// CloseTimeout bounds the final flush when a partition is released.
 	CloseTimeout time.Duration `yaml:"close_timeout"`
+	// DedupeWindow is how many offsets back a credited tree's id is looked
+	// for: a record whose tree id (its key) is on another record of the same
+	// partition within this many offsets before it is a duplicate (a retried
+	// write that landed twice) and is dropped. The rule depends on the log
+	// alone, so a restarted stage (which reads the window before its first
+	// record back) drops the same records and rebuilds the same batches.
+	// 0 turns it off.
+	DedupeWindow int64 `yaml:"dedupe_window"`
 }
 
 // DefaultConfig writes lz4-compressed batches of up to 1024 rows / 8 MiB
@@ -63,6 +71,7 @@ func DefaultConfig() Config {
 		TickInterval:    500 * time.Millisecond,
 		ReadBackTimeout: time.Minute,
 		CloseTimeout:    10 * time.Second,
+		DedupeWindow:    1024,
 	}
 }
 
@@ -102,6 +111,9 @@ func (c Config) Validate() error {
 		if c.FileMaxAge <= 0 {
 			errs = append(errs, errors.New("file_max_age must be > 0"))
 		}
+	}
+	if c.DedupeWindow < 0 {
+		errs = append(errs, fmt.Errorf("dedupe_window must be >= 0, got %d", c.DedupeWindow))
 	}
 	if c.TickInterval <= 0 || c.ReadBackTimeout <= 0 || c.CloseTimeout <= 0 {
 		errs = append(errs, errors.New("tick_interval, read_back_timeout and close_timeout must be > 0"))

@@ -18,6 +18,7 @@ type Metrics struct {
 	rows         prometheus.Counter
 	trees        prometheus.Counter
 	skipped      prometheus.Counter
+	duplicates   prometheus.Counter
 	rebuilt      prometheus.Counter
 	flushSeconds prometheus.Histogram
 	staleness    prometheus.Histogram
@@ -40,6 +41,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Rows (responses) emitted.", ConstLabels: cl})
 		m.trees = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_trees_total",
 			Help: "Credited trees emitted.", ConstLabels: cl})
+		m.duplicates = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_duplicates_dropped_total",
+			Help: "Credited records dropped because their tree id is on an earlier record within emit.dedupe_window offsets (a write that landed twice).", ConstLabels: cl})
 		m.skipped = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_replayed_skipped_total",
 			Help: "Redelivered credited records skipped because every sink already holds them.", ConstLabels: cl})
 		m.rebuilt = f.NewCounter(prometheus.CounterOpts{Name: "murphy_emit_rebuilt_ranges_total",

@@ -38,6 +38,8 @@ type processor struct {
 	lastSeen  int64
 	firstSeen int64
 
+	dedupe *dedupe
+
 	pending    []sourcedTree
 	hasPending bool
 	pendFirst  int64
@@ -56,6 +58,7 @@ func (s *Stage) assign(ctx context.Context, a pipeline.Assignment) (pipeline.Par
 	p := &processor{
 		st: s, topic: a.Topic, partition: a.Partition, vocabs: newVocabs(),
 		schemas: make(map[string]*arrow.Schema), lastSeen: -1, firstSeen: -1,
+		dedupe: newDedupe(s.cfg.DedupeWindow),
 	}
 	for _, format := range s.cfg.Formats {
 		if s.cfg.Dir == "" {
@@ -165,8 +168,12 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		return nil // redelivered after an error: already in the open batch
 	}
 	if p.firstSeen < 0 {
+		if err := p.dedupe.seed(ctx, p.st, p.topic, p.partition, o); err != nil {
+			return err
+		}
 		p.firstSeen = o
 	}
+	dup := p.dedupe.see(string(rec.Key), o)
 	if o <= p.floor {
 		p.lastSeen = o
 		p.st.metrics.skipped.Inc()
@@ -177,6 +184,16 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
+	}
+	if dup {
+		// Its offset stays in the batch's range, as the first time.
+		p.note(o, forced)
+		p.st.metrics.duplicates.Inc()
+		if forced != nil && o >= forced.Last {
+			p.flushDue = true
+			return p.flush(ctx)
+		}
+		return nil
 	}
 	var tree topics.CreditedTree
 	if err := pipeline.Decode(rec.Value, &tree); err != nil {

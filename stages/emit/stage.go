@@ -11,6 +11,7 @@
 package emit
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -35,6 +36,8 @@ type Stage struct {
 	now     func() time.Time
 	// newest is the newest policy version known (Follow).
 	newest newestVersion
+	// readRange reads a credited partition back (the dedupe window).
+	readRange func(ctx context.Context, cfg pipeline.KafkaConfig, topic string, partition int, from, to int64, fn func(pipeline.Record) error) error
 }
 
 // NewStage builds the emit stage. prod produces to the batches topic and
@@ -57,7 +60,8 @@ func NewStage(cfg Config, prod pipeline.Producer, cat topics.Catalog, kcfg pipel
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{cfg: cfg, prod: prod, cat: cat, kcfg: kcfg, metrics: m, mem: memory.DefaultAllocator, now: time.Now}, nil
+	return &Stage{cfg: cfg, prod: prod, cat: cat, kcfg: kcfg, metrics: m, mem: memory.DefaultAllocator, now: time.Now,
+		readRange: pipeline.ReadRange}, nil
 }
 
 // Spec describes the stage for pipeline.Runtime.AddPartitionStage: one
