@@ -17,7 +17,7 @@ func TestDedupeWindow(t *testing.T) {
 	}{
 		{"a", 0, false}, {"b", 1, false}, {"a", 2, true}, {"a", 2, false}, // the same record again is not a duplicate
 		{"c", 3, false}, {"a", 6, true}, // 2 is within 4 offsets
-		{"b", 9, false},                 // 1 is beyond the window
+		{"b", 9, false},                  // 1 is beyond the window
 		{"", 10, false}, {"", 11, false}, // no key, no dedupe
 		{"b", 13, true},
 	}
