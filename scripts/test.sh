@@ -79,6 +79,8 @@ await_marker() {
 
 export MURPHY_KAFKA_HOME=${MURPHY_KAFKA_HOME:-$root/.cache/kafka-test}
 export MURPHY_KAFKA_PORT=${MURPHY_KAFKA_PORT:-39192}
+# TestClusterChaos's three brokers: this port and the five after it.
+export MURPHY_KAFKA_CLUSTER_PORT=${MURPHY_KAFKA_CLUSTER_PORT:-39200}
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 # summary prints how long each phase took.
 summary() {
@@ -91,6 +93,9 @@ cleanup() {
   local rc=$? p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   deploy/kafka/kafka.sh stop || true
+  # The three-broker cluster TestClusterChaos starts (it stops it itself;
+  # this covers a test binary killed on its timeout).
+  deploy/kafka/kafka.sh cluster stop || true
   [ $rc -eq 0 ] || summary "failed (exit $rc)"
 }
 trap cleanup EXIT
