@@ -99,7 +99,7 @@ $MURPHY_KAFKA_BROKERS), else an embedded one started in this process.`,
 			},
 		})
 	}
-	cmd.AddCommand(newBenchSandboxCmd(), newBenchTimeoutsCmd(), newBenchCompileFixCmd(), newBenchCILogCmd(), newBenchSaturationCmd(&cfg, &opt))
+	cmd.AddCommand(newBenchSandboxCmd(), newBenchTimeoutsCmd(), newBenchCompileFixCmd(), newBenchCILogCmd(), newBenchSaturationCmd(&cfg, &opt), newBenchSoakCmd())
 	return cmd
 }
 
