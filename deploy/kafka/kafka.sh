@@ -336,8 +336,17 @@ node_wait() {
   local n=$1 dir port
   dir=$(node_dir "$n")
   port=$(node_port "$n")
+  local binds=0
   for _ in $(seq 1 360); do
     if ! node_running "$n"; then
+      # A port still held by the connections of a node stopped a moment ago (TIME_WAIT)
+      # frees itself within a minute: try again.
+      if grep -q "Address already in use" "$dir/kafka.log" 2>/dev/null && [ $binds -lt 30 ]; then
+        binds=$((binds + 1))
+        sleep 2
+        node_start "$n"
+        continue
+      fi
       echo "kafka node $n exited during start; last log lines:" >&2
       tail -40 "$dir/kafka.log" >&2 || true
       return 1
