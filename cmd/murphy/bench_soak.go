@@ -29,6 +29,8 @@ type soakConfig struct {
 	Duration     time.Duration
 	SubmitEvery  time.Duration
 	TreesPerTask int
+	GroupSizes   string
+	MaxTurns     int
 	Tasks        string
 	RestartEvery time.Duration
 	Script       string
@@ -37,7 +39,7 @@ type soakConfig struct {
 }
 
 func newBenchSoakCmd() *cobra.Command {
-	sc := soakConfig{Duration: 30 * time.Minute, SubmitEvery: 20 * time.Second, TreesPerTask: 1,
+	sc := soakConfig{Duration: 30 * time.Minute, SubmitEvery: 20 * time.Second, TreesPerTask: 1, GroupSizes: "2", MaxTurns: 2,
 		Tasks: "tasks/builtin/tasks.jsonl", RestartEvery: 10 * time.Minute, Script: "deploy/kafka/kafka.sh", SampleEvery: time.Minute}
 	if v := os.Getenv("MURPHY_KAFKA_BROKERS"); v != "" {
 		sc.Brokers = strings.Split(v, ",")
@@ -74,6 +76,8 @@ test: run it by hand (BENCHMARKS.md).`,
 	f.DurationVar(&sc.Duration, "duration", sc.Duration, "how long the soak runs")
 	f.DurationVar(&sc.SubmitEvery, "submit-every", sc.SubmitEvery, "a submission of every task this often (the sustained rate)")
 	f.IntVar(&sc.TreesPerTask, "trees-per-task", sc.TreesPerTask, "trees per task of each submission")
+	f.StringVar(&sc.GroupSizes, "group-sizes", sc.GroupSizes, "children sampled per turn (submit --group-sizes)")
+	f.IntVar(&sc.MaxTurns, "max-turns", sc.MaxTurns, "turns per tree (submit --max-turns)")
 	f.StringVar(&sc.Tasks, "tasks", sc.Tasks, "task file")
 	f.DurationVar(&sc.RestartEvery, "restart-every", sc.RestartEvery, "restart one broker this often (0: never)")
 	f.StringVar(&sc.Script, "kafka-script", sc.Script, "the cluster script (kafka.sh cluster stop|start N)")
@@ -174,8 +178,8 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 		go func() { _ = c.Wait(); lf.Close(); close(p.done) }()
 		procs = append(procs, p)
 	}
-	fmt.Fprintf(w, "soak: %s, a submission of every task (%d tree(s) each) every %s, a broker restart every %s, stages' logs in %s\n",
-		sc.Duration, sc.TreesPerTask, sc.SubmitEvery, sc.RestartEvery, logs)
+	fmt.Fprintf(w, "soak: %s, a submission of every task (%d tree(s) each, group sizes %s, %d turns) every %s, a broker restart every %s, stages' logs in %s\n",
+		sc.Duration, sc.TreesPerTask, sc.GroupSizes, sc.MaxTurns, sc.SubmitEvery, sc.RestartEvery, logs)
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, sc.Duration)
@@ -196,7 +200,8 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 		submissions++
 		c := exec.CommandContext(ctx, bin, "submit", "--tasks", sc.Tasks, "--brokers", brokers, "--topic-prefix", prefix,
 			"--partitions", "4", "--run-id", fmt.Sprintf("soak-%d", submissions), "--seed", strconv.Itoa(submissions),
-			"--trees-per-task", strconv.Itoa(sc.TreesPerTask), "--calibrate=false")
+			"--trees-per-task", strconv.Itoa(sc.TreesPerTask), "--group-sizes", sc.GroupSizes,
+			"--max-turns", strconv.Itoa(sc.MaxTurns), "--calibrate=false")
 		if b, err := c.CombinedOutput(); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(w, "submit %d: %v\n%s\n", submissions, err, lastLine(string(b)))
 		}
