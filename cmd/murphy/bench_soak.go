@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,7 +211,7 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 	for {
 		select {
 		case <-ctx.Done():
-			report(w, series, restarts, sc.SampleEvery)
+			report(w, series, restarts)
 			return nil
 		case <-submitT.C:
 			go submitOnce()
@@ -232,6 +233,9 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 				fmt.Fprintf(w, "%6s  broker %d serving again\n", time.Since(start).Round(time.Second), node)
 			}()
 		case <-sampleT.C:
+			if ctx.Err() != nil {
+				continue // the end: reported above
+			}
 			at := time.Since(start)
 			for _, p := range procs {
 				select {
@@ -316,20 +320,17 @@ func slope(xs, ys []float64) float64 {
 	return (n*sxy - sx*sy) / d
 }
 
-func report(w io.Writer, series map[string][]soakSample, restarts []time.Duration, every time.Duration) {
-	fmt.Fprintln(w, "\nslopes per hour (least squares over the samples; the first sample, the start-up, left out):")
+func report(w io.Writer, series map[string][]soakSample, restarts []time.Duration) {
+	fmt.Fprintln(w, "\nslopes per hour (least squares; the first sample, the start-up, left out; then over the second half alone):")
 	for _, name := range stages.Names() {
 		ss := series[name]
 		if len(ss) > 1 {
 			ss = ss[1:]
 		}
-		var xs, rss, gr, lag []float64
-		for _, s := range ss {
-			xs = append(xs, s.at.Hours())
-			rss, gr, lag = append(rss, s.rss), append(gr, s.goroutines), append(lag, s.lag)
-		}
-		fmt.Fprintf(w, "  %-8s rss %+8.1f MB/h  goroutines %+8.1f /h  lag %+8.1f /h  (%d samples)\n",
-			name, slope(xs, rss), slope(xs, gr), slope(xs, lag), len(ss))
+		all := slopes(ss)
+		half := slopes(ss[len(ss)/2:])
+		fmt.Fprintf(w, "  %-8s rss %+8.1f MB/h (%+8.1f)  goroutines %+8.1f /h (%+8.1f)  lag %+8.1f /h (%+8.1f)  %d samples\n",
+			name, all[0], half[0], all[1], half[1], all[2], half[2], len(ss))
 	}
 	if ss := series["emit"]; len(ss) > 1 {
 		first, last := ss[0], ss[len(ss)-1]
@@ -337,25 +338,57 @@ func report(w io.Writer, series map[string][]soakSample, restarts []time.Duratio
 			(last.trees-first.trees)/(last.at-first.at).Minutes())
 	}
 	for _, r := range restarts {
-		fmt.Fprintf(w, "restart at %s: lag (all stages) before %s, a minute after %s\n", r.Round(time.Second),
-			lagAt(series, r-every/2, r), lagAt(series, r+every/2, r+every+every/2))
+		before, _ := lagSum(series, func(at time.Duration) bool { return at < r }, "last")
+		peak, _ := lagSum(series, func(at time.Duration) bool { return at > r && at <= r+time.Minute }, "peak")
+		after, ok := lagSum(series, func(at time.Duration) bool { return at >= r+time.Minute }, "first")
+		a := "(no sample)"
+		if ok {
+			a = strconv.FormatFloat(after, 'f', 0, 64)
+		}
+		fmt.Fprintf(w, "restart at %s: lag (all stages) %0.f before, at most %.0f within the minute after, %s a minute after\n",
+			r.Round(time.Second), before, peak, a)
 	}
 }
 
-// lagAt sums every stage's lag in the first sample within [from, to].
-func lagAt(series map[string][]soakSample, from, to time.Duration) string {
-	total, found := 0.0, false
+// slopes are the least-squares slopes per hour of RSS, goroutines and lag.
+func slopes(ss []soakSample) [3]float64 {
+	var xs, rss, gr, lag []float64
+	for _, s := range ss {
+		xs = append(xs, s.at.Hours())
+		rss, gr, lag = append(rss, s.rss), append(gr, s.goroutines), append(lag, s.lag)
+	}
+	return [3]float64{slope(xs, rss), slope(xs, gr), slope(xs, lag)}
+}
+
+// lagSum sums every stage's lag in each sample round whose time is in, and
+// returns that of the last round, the first, or the greatest (pick: "last",
+// "first", "peak").
+func lagSum(series map[string][]soakSample, in func(time.Duration) bool, pick string) (float64, bool) {
+	byRound := map[time.Duration]float64{}
+	var rounds []time.Duration
 	for _, ss := range series {
 		for _, s := range ss {
-			if s.at >= from && s.at <= to {
-				total += s.lag
-				found = true
-				break
+			if in(s.at) {
+				if _, ok := byRound[s.at]; !ok {
+					rounds = append(rounds, s.at)
+				}
+				byRound[s.at] += s.lag
 			}
 		}
 	}
-	if !found {
-		return "(no sample)"
+	if len(rounds) == 0 {
+		return 0, false
 	}
-	return strconv.FormatFloat(total, 'f', 0, 64)
+	slices.Sort(rounds)
+	switch pick {
+	case "last":
+		return byRound[rounds[len(rounds)-1]], true
+	case "first":
+		return byRound[rounds[0]], true
+	}
+	peak := 0.0
+	for _, r := range rounds {
+		peak = max(peak, byRound[r])
+	}
+	return peak, true
 }
