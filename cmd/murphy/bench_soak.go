@@ -244,6 +244,9 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 				default:
 				}
 				s, err := scrape(ctx, p.addr)
+				if err != nil && ctx.Err() != nil {
+					break // the soak ended during the scrape
+				}
 				if err != nil {
 					fmt.Fprintf(w, "%6s  %-8s scrape: %v\n", at.Round(time.Second), p.name, err)
 					continue
