@@ -600,145 +600,249 @@ func streamPair() (*os.File, *os.File, error) {
 // Result.SandboxError and set s.broken so that the pool replaces the slot.
 func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	start := time.Now()
-	res := &Result{ExitCode: -1, Tests: make([]TestReport, len(job.Tests))}
-	defer func() { res.Wall = time.Since(start) }()
-	fail := func(kind, format string, args ...any) *Result {
-		res.SandboxError, res.SandboxErrorKind = fmt.Sprintf(format, args...), kind
+	j := &slotJob{s: s, job: job, lim: lim, function: job.Mode == ModeFunction,
+		res: &Result{ExitCode: -1, Tests: make([]TestReport, len(job.Tests))}}
+	defer func() { j.res.Wall = time.Since(start) }()
+	if err := j.encode(); err != nil {
+		j.res.SandboxError, j.res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
+		return j.res
+	}
+	if f := j.execute(ctx); f != nil {
+		j.res.SandboxError, j.res.SandboxErrorKind = f.msg, f.kind
 		if s.broken == "" {
-			s.broken = res.SandboxError
+			s.broken = f.msg
 		}
-		return res
 	}
-	function := job.Mode == ModeFunction
-	if !function && job.Mode != ModeProgram {
-		res.SandboxError, res.SandboxErrorKind = fmt.Sprintf("unknown job mode %q", job.Mode), topics.SandboxErrorInvalidJob
-		return res
+	return j.res
+}
+
+// jobFailure is a failure of the sandbox during a job: the result's
+// SandboxError and its kind. Every one replaces the slot.
+type jobFailure struct{ kind, msg string }
+
+func failure(kind, format string, args ...any) *jobFailure {
+	return &jobFailure{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// slotJob is one job on the host side while its slot runs it: what it sends,
+// the host's ends of its descriptors, its limits' clocks and what the worker
+// and the judge reported.
+type slotJob struct {
+	s        *slot
+	job      *Job
+	lim      Limits
+	res      *Result
+	function bool
+	id       int64
+	// prog is what the candidate reads, tests what the judge reads (a
+	// function job's).
+	prog, tests []byte
+
+	// Every pipe of the job ({read, write}), and the ends of each.
+	ps                  [][2]*os.File
+	progP, outP, errP   [2]*os.File
+	stdinR, stdinW      *os.File // stdinW nil: stdinR is the pool's /dev/null
+	chanJudge, chanCand *os.File // a stdio program's chanCand is its hints pipe's write end
+	hintsR, testsW      *os.File
+
+	// The host's readers of the job's output, and the kills they ask for.
+	stdout, stderr, hints *capture
+	readers               sync.WaitGroup
+	kill                  chan string
+
+	// The slot's CPU time at the job's start (haveCPU: from its cgroup).
+	cpuBase time.Duration
+	haveCPU bool
+
+	// The wait for the job's end: the limits' clocks, and what the worker
+	// and the judge said.
+	wall, tick, grace  <-chan time.Time
+	wallTimer, cpuTick *time.Timer
+	wallStart          time.Time
+	haveWait           bool
+	maxWall            time.Duration
+	jmsgs              <-chan judgeMsg
+	report             []judgeMsg
+	maxEvents          int
+	judged             bool
+	killed             bool
+	exitMsg            *ctrlMsg
+	cleaned            bool
+	judgeStuck         bool
+	canceled           error
+}
+
+// encode makes what the candidate and the judge read; an error is the
+// job's (invalid) and leaves the slot as it was.
+func (j *slotJob) encode() error {
+	if !j.function && j.job.Mode != ModeProgram {
+		return fmt.Errorf("unknown job mode %q", j.job.Mode)
 	}
-	prog, err := encodeProgram(job, s.cfg.Seed, lim.ReportBytes)
+	prog, err := encodeProgram(j.job, j.s.cfg.Seed, j.lim.ReportBytes)
 	if err != nil {
-		res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
-		return res
+		return err
 	}
-	var tests []byte
-	if function {
-		if tests, err = makeTests(job, s.cfg.Seed); err != nil {
-			res.SandboxError, res.SandboxErrorKind = err.Error(), topics.SandboxErrorInvalidJob
-			return res
+	j.prog = prog
+	if j.function {
+		if j.tests, err = makeTests(j.job, j.s.cfg.Seed); err != nil {
+			return err
 		}
 	}
-	if s.jobMemory != nil && !s.jobMemory(int64(lim.MemoryMB)<<20) {
-		return fail(topics.SandboxErrorInternal, "the job's memory limit could not be set")
+	return nil
+}
+
+// execute runs the encoded job: sends it, awaits its end, collects its
+// result.
+func (j *slotJob) execute(ctx context.Context) *jobFailure {
+	s := j.s
+	if s.jobMemory != nil && !s.jobMemory(int64(j.lim.MemoryMB)<<20) {
+		return failure(topics.SandboxErrorInternal, "the job's memory limit could not be set")
 	}
-	// program, stdout, stderr, stdin when the job has any (else the pool's
-	// /dev/null), and for a stdio program its hints (a function job's
-	// channel is a socket to the judge): {read, write}.
-	kinds := []pipeKind{feed(len(prog)), readPipe, readPipe}
-	if len(job.Stdin) > 0 {
-		kinds = append(kinds, feed(len(job.Stdin)))
+	if f := j.openPipes(); f != nil {
+		return f
 	}
-	if !function {
+	s.seq++
+	j.id = s.seq
+	if j.function {
+		if f := j.sendTests(); f != nil {
+			return f
+		}
+	}
+	j.cpuBase, j.haveCPU = s.cpuStart()
+	if f := j.sendJob(); f != nil {
+		return f
+	}
+	j.startIO()
+	if f := j.await(ctx); f != nil {
+		return f
+	}
+	j.accountCPU()
+	if f := j.drain(); f != nil {
+		return f
+	}
+	return j.verdict()
+}
+
+// openPipes makes the job's descriptors: program, stdout, stderr, stdin
+// when the job has any (else the pool's /dev/null), and for a stdio program
+// its hints (a function job's channel is a socket to the judge).
+func (j *slotJob) openPipes() *jobFailure {
+	kinds := []pipeKind{feed(len(j.prog)), readPipe, readPipe}
+	if len(j.job.Stdin) > 0 {
+		kinds = append(kinds, feed(len(j.job.Stdin)))
+	}
+	if !j.function {
 		kinds = append(kinds, readPipe)
 	}
 	ps, err := pipes(kinds...)
 	if err != nil {
-		return fail(topics.SandboxErrorInternal, "pipe: %v", err)
+		return failure(topics.SandboxErrorInternal, "pipe: %v", err)
 	}
-	progP, outP, errP, rest := ps[0], ps[1], ps[2], ps[3:]
-	stdinR, stdinW := s.devNull, (*os.File)(nil)
-	if len(job.Stdin) > 0 {
-		stdinR, stdinW, rest = rest[0][0], rest[0][1], rest[1:]
+	j.ps = ps
+	var rest [][2]*os.File
+	j.progP, j.outP, j.errP, rest = ps[0], ps[1], ps[2], ps[3:]
+	j.stdinR = j.s.devNull
+	if len(j.job.Stdin) > 0 {
+		j.stdinR, j.stdinW, rest = rest[0][0], rest[0][1], rest[1:]
 	}
-	var chanJudge, chanCand, hintsR *os.File
-	if function {
-		if chanJudge, chanCand, err = streamPair(); err != nil {
+	if j.function {
+		if j.chanJudge, j.chanCand, err = streamPair(); err != nil {
 			closeAll(ps)
-			return fail(topics.SandboxErrorInternal, "socketpair: %v", err)
+			return failure(topics.SandboxErrorInternal, "socketpair: %v", err)
 		}
 	} else {
-		hintsR, chanCand = rest[0][0], rest[0][1]
+		j.hintsR, j.chanCand = rest[0][0], rest[0][1]
 	}
-	s.seq++
-	id := s.seq
-	var testsW *os.File
-	if function {
-		// The tests travel in the request when they fit one message,
-		// else on a pipe of their own.
-		req, fds := judgeRequest(id, lim.ReportBytes, tests), []int{int(chanJudge.Fd())}
-		var tp [][2]*os.File
-		if len(tests) > inlineTests {
-			if tp, err = pipes(feed(len(tests))); err != nil {
-				closeAll(ps)
-				chanJudge.Close()
-				chanCand.Close()
-				return fail(topics.SandboxErrorInternal, "pipe: %v", err)
-			}
-			testsW, fds = tp[0][1], append([]int{int(tp[0][0].Fd())}, fds...)
+	return nil
+}
+
+// sendTests starts the judge on the job: the tests travel in the request
+// when they fit one message, else on a pipe of their own.
+func (j *slotJob) sendTests() *jobFailure {
+	req, fds := judgeRequest(j.id, j.lim.ReportBytes, j.tests), []int{int(j.chanJudge.Fd())}
+	var tp [][2]*os.File
+	if len(j.tests) > inlineTests {
+		var err error
+		if tp, err = pipes(feed(len(j.tests))); err != nil {
+			closeAll(j.ps)
+			j.chanJudge.Close()
+			j.chanCand.Close()
+			return failure(topics.SandboxErrorInternal, "pipe: %v", err)
 		}
-		_, _, err = s.judge.WriteMsgUnix(req, syscall.UnixRights(fds...), nil)
-		if tp != nil {
-			tp[0][0].Close()
-		}
-		chanJudge.Close()
-		if err != nil {
-			closeAll(ps)
-			chanCand.Close()
-			if testsW != nil {
-				testsW.Close()
-			}
-			return fail(topics.SandboxErrorWorker, "send tests: %v", err)
-		}
+		j.testsW, fds = tp[0][1], append([]int{int(tp[0][0].Fd())}, fds...)
 	}
-	// The slot was idle since the last job's end was read: its CPU then
-	// is this job's start.
-	cpuBase, haveCPU := s.cpuMark, s.cpuMarked
-	if !haveCPU && s.cpu != nil {
-		cpuBase, haveCPU = s.cpu()
+	_, _, err := j.s.judge.WriteMsgUnix(req, syscall.UnixRights(fds...), nil)
+	if tp != nil {
+		tp[0][0].Close()
+	}
+	j.chanJudge.Close()
+	if err != nil {
+		closeAll(j.ps)
+		j.chanCand.Close()
+		if j.testsW != nil {
+			j.testsW.Close()
+		}
+		return failure(topics.SandboxErrorWorker, "send tests: %v", err)
+	}
+	return nil
+}
+
+// cpuStart is the slot's CPU time at a job's start: the slot was idle
+// since the last job's end was read, so its CPU then is this job's start.
+func (s *slot) cpuStart() (time.Duration, bool) {
+	base, ok := s.cpuMark, s.cpuMarked
+	if !ok && s.cpu != nil {
+		base, ok = s.cpu()
 	}
 	s.cpuMarked = false
-	hdr := encodeRun(id, lim)
-	rights := syscall.UnixRights(int(progP[0].Fd()), int(stdinR.Fd()), int(outP[1].Fd()), int(errP[1].Fd()), int(chanCand.Fd()))
-	_, _, err = s.ctrl.WriteMsgUnix(hdr, rights, nil)
+	return base, ok
+}
+
+// sendJob asks the worker to run the job, handing it the candidate's
+// descriptors.
+func (j *slotJob) sendJob() *jobFailure {
+	hdr := encodeRun(j.id, j.lim)
+	rights := syscall.UnixRights(int(j.progP[0].Fd()), int(j.stdinR.Fd()), int(j.outP[1].Fd()), int(j.errP[1].Fd()), int(j.chanCand.Fd()))
+	_, _, err := j.s.ctrl.WriteMsgUnix(hdr, rights, nil)
 	// Our copies of the sandbox's ends go now, so EOF means the job's
 	// processes are gone.
-	progP[0].Close()
-	if stdinW != nil {
-		stdinR.Close()
+	j.progP[0].Close()
+	if j.stdinW != nil {
+		j.stdinR.Close()
 	}
-	outP[1].Close()
-	errP[1].Close()
-	chanCand.Close()
+	j.outP[1].Close()
+	j.errP[1].Close()
+	j.chanCand.Close()
 	if err != nil {
-		closeAll(ps)
-		if testsW != nil {
-			testsW.Close()
+		closeAll(j.ps)
+		if j.testsW != nil {
+			j.testsW.Close()
 		}
-		return fail(topics.SandboxErrorWorker, "send job: %v", err)
+		return failure(topics.SandboxErrorWorker, "send job: %v", err)
 	}
+	return nil
+}
 
-	kill := make(chan string, 4)
-	overFn := func() { kill <- "output" }
-	stdout := &capture{max: lim.OutputBytes, onOver: overFn}
-	stderr := &capture{max: lim.OutputBytes, onOver: overFn}
-	hintCap := &capture{max: 64 << 10}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go stdout.run(outP[0], &readers)
-	go stderr.run(errP[0], &readers)
-	if hintsR != nil {
-		readers.Add(1)
-		go hintCap.run(hintsR, &readers)
-	}
-	writeAll := func(w *os.File, b []byte) {
-		if len(b) > 0 {
-			_, _ = w.Write(b)
-		}
-		w.Close()
+// startIO starts the readers of the job's output and hints, and writes the
+// program, stdin and tests.
+func (j *slotJob) startIO() {
+	j.kill = make(chan string, 4)
+	overFn := func() { j.kill <- "output" }
+	j.stdout = &capture{max: j.lim.OutputBytes, onOver: overFn}
+	j.stderr = &capture{max: j.lim.OutputBytes, onOver: overFn}
+	j.hints = &capture{max: 64 << 10}
+	j.readers.Add(2)
+	go j.stdout.run(j.outP[0], &j.readers)
+	go j.stderr.run(j.errP[0], &j.readers)
+	if j.hintsR != nil {
+		j.readers.Add(1)
+		go j.hints.run(j.hintsR, &j.readers)
 	}
 	// A small payload fits the fresh pipe: written now, with no goroutine.
 	for _, f := range []struct {
 		w *os.File
 		b []byte
-	}{{progP[1], prog}, {stdinW, job.Stdin}, {testsW, tests}} {
+	}{{j.progP[1], j.prog}, {j.stdinW, j.job.Stdin}, {j.testsW, j.tests}} {
 		switch {
 		case f.w == nil:
 		case len(f.b) <= smallWrite:
@@ -747,222 +851,297 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 			go writeAll(f.w, f.b)
 		}
 	}
+}
 
-	// The judge's report: an event per test and a few more.
-	var report []judgeMsg
-	maxEvents := len(job.Tests) + 8
-	judged := !function
-	var (
-		wall     <-chan time.Time
-		grace    <-chan time.Time
-		cpuTick  *time.Timer
-		killed   bool
-		exitMsg  *ctrlMsg
-		cleaned  bool
-		canceled error
-		jmsgs    = s.jmsgs
-	)
-	defer func() {
-		if cpuTick != nil {
-			cpuTick.Stop()
-		}
-	}()
-	var tick <-chan time.Time
-	doKill := func(why string) {
-		// What happens after the main process exited is cleanup, not
-		// the job's verdict, unless the judge is still working through
-		// what the program returned.
-		if exitMsg == nil || !judged {
-			switch why {
-			case "wall", "cpu":
-				res.TimedOut = true
-			case "output":
-				res.OutputLimited = true
+// writeAll writes b and closes w.
+func writeAll(w *os.File, b []byte) {
+	if len(b) > 0 {
+		_, _ = w.Write(b)
+	}
+	w.Close()
+}
+
+// await waits until the worker reported the job's end and cleanup and the
+// judge its report, enforcing the job's limits meanwhile.
+func (j *slotJob) await(ctx context.Context) *jobFailure {
+	j.startClocks()
+	defer j.stopClocks()
+	for !j.cleaned || !j.judged {
+		var f *jobFailure
+		select {
+		case m, ok := <-j.s.msgs:
+			f = j.onWorker(m, ok)
+		case m, ok := <-j.jmsgs:
+			f = j.onJudge(m, ok)
+		case <-j.tick:
+			j.onCPUTick()
+		case <-j.wall:
+			j.onWall()
+		case why := <-j.kill:
+			j.doKill(why)
+		case <-j.grace:
+			// Past the grace the wait ends, one way or the other.
+			return j.afterGrace()
+		case <-ctx.Done():
+			if j.canceled == nil {
+				j.canceled = ctx.Err()
+				j.doKill("canceled")
 			}
 		}
-		if !killed {
-			killed = true
-			s.killJob(2 * time.Second)
-			d := 10 * time.Second
-			if exitMsg != nil {
-				d = time.Second
-			}
-			grace = time.After(d)
+		if f != nil {
+			return f
 		}
 	}
-	judgeStuck := false
-	// nextTick is when the job could first reach its CPU limit: all CPUs
-	// busy for what is left of it.
-	nextTick := func(used time.Duration) time.Duration {
-		left := lim.CPU - used
-		return min(max(left/time.Duration(runtime.NumCPU()), time.Millisecond), 100*time.Millisecond)
-	}
+	return nil
+}
+
+// startClocks starts the job's wall limit and, with the slot's CPU time,
+// its CPU polls. The judge's report is an event per test and a few more.
+func (j *slotJob) startClocks() {
+	j.maxEvents = len(j.job.Tests) + 8
+	j.judged = !j.function
+	j.jmsgs = j.s.jmsgs
 	// The wall limit catches programs that sleep or block. Time the job's
 	// processes spent ready to run while the machine had no CPU for them
 	// (a loaded host) does not count against it, so a busy program's
 	// verdict stays the CPU limit's, up to maxWall in all.
-	wallStart := time.Now()
-	haveWait := s.pids != nil
-	maxWall := maxWallFactor * lim.Wall
-	wallTimer := time.NewTimer(lim.Wall)
-	defer wallTimer.Stop()
-	wall = wallTimer.C
-	if haveCPU {
-		cpuTick = time.NewTimer(nextTick(0))
-		tick = cpuTick.C
+	j.wallStart = time.Now()
+	j.haveWait = j.s.pids != nil
+	j.maxWall = maxWallFactor * j.lim.Wall
+	j.wallTimer = time.NewTimer(j.lim.Wall)
+	j.wall = j.wallTimer.C
+	if j.haveCPU {
+		j.cpuTick = time.NewTimer(j.nextTick(0))
+		j.tick = j.cpuTick.C
 	}
-wait:
-	for !cleaned || !judged {
-		select {
-		case m, ok := <-s.msgs:
-			if !ok {
-				s.killJob(5 * time.Second)
-				readers.Wait()
-				return fail(topics.SandboxErrorWorker, "worker died: %s", s.log.String())
-			}
-			if m.ID != id {
-				continue
-			}
-			switch m.Ev {
-			case "end":
-				exitMsg = &m
-				if judged {
-					wall, tick = nil, nil
-				}
-				if !m.OK {
-					s.broken = fmt.Sprintf("cleanup after the job failed: %s", m.Why)
-				}
-				cleaned = true
-				if killed && !judged {
-					// The judge sees the program's end at once; give it
-					// a moment, not the full grace.
-					grace = time.After(time.Second)
-				}
-			case "error":
-				s.killJob(5 * time.Second)
-				readers.Wait()
-				return fail(topics.SandboxErrorWorker, "worker: %s", m.Error)
-			}
-		case m, ok := <-jmsgs:
-			if !ok {
-				jmsgs = nil
-				if !judged {
-					s.killJob(5 * time.Second)
-					return fail(topics.SandboxErrorWorker, "judge died: %s", s.log.String())
-				}
-				continue
-			}
-			if m.ID != id || (m.Ev != "report" && m.Ev != "judged") {
-				continue
-			}
-			if len(report)+len(m.Report) > maxEvents {
-				s.killJob(5 * time.Second)
-				return fail(topics.SandboxErrorWorker, "judge: report of more than %d events", maxEvents)
-			}
-			report = append(report, m.Report...)
-			if m.Ev == "judged" {
-				judged = true
-				if exitMsg != nil {
-					wall, tick = nil, nil
-				}
-			}
-		case <-tick:
-			used, ok := s.cpu()
-			if ok && used-cpuBase >= lim.CPU {
-				doKill("cpu")
-				tick = nil
-				continue
-			}
-			cpuTick.Reset(nextTick(used - cpuBase))
-		case <-wall:
-			if haveWait && !killed {
-				elapsed := time.Since(wallStart)
-				if waited, ok := s.runWait(); ok && elapsed < maxWall {
-					if left := lim.Wall - (elapsed - waited); left > time.Millisecond {
-						wallTimer.Reset(min(left, maxWall-elapsed))
-						continue
-					}
-				}
-			}
-			doKill("wall")
-		case why := <-kill:
-			doKill(why)
-		case <-grace:
-			s.killJob(5 * time.Second)
-			if exitMsg == nil || !cleaned {
-				return fail(topics.SandboxErrorHarnessTimeout, "the sandbox did not report the job's end after it was killed")
-			}
-			// The program is gone and the judge is still busy with what it
-			// returned (a set of colliding keys, say): the program's
-			// timeout, and a new judge for the next job.
-			judgeStuck = true
-			s.broken = "the judge overran the job's limits"
-			break wait
-		case <-ctx.Done():
-			if canceled == nil {
-				canceled = ctx.Err()
-				doKill("canceled")
+}
+
+func (j *slotJob) stopClocks() {
+	j.wallTimer.Stop()
+	if j.cpuTick != nil {
+		j.cpuTick.Stop()
+	}
+}
+
+// nextTick is when the job could first reach its CPU limit: all CPUs busy
+// for what is left of it.
+func (j *slotJob) nextTick(used time.Duration) time.Duration {
+	left := j.lim.CPU - used
+	return min(max(left/time.Duration(runtime.NumCPU()), time.Millisecond), 100*time.Millisecond)
+}
+
+// onWorker takes a message of the worker: the job's end and cleanup, or
+// its error.
+func (j *slotJob) onWorker(m ctrlMsg, ok bool) *jobFailure {
+	s := j.s
+	if !ok {
+		s.killJob(5 * time.Second)
+		j.readers.Wait()
+		return failure(topics.SandboxErrorWorker, "worker died: %s", s.log.String())
+	}
+	if m.ID != j.id {
+		return nil
+	}
+	switch m.Ev {
+	case "end":
+		j.exitMsg = &m
+		if j.judged {
+			j.wall, j.tick = nil, nil
+		}
+		if !m.OK {
+			s.broken = fmt.Sprintf("cleanup after the job failed: %s", m.Why)
+		}
+		j.cleaned = true
+		if j.killed && !j.judged {
+			// The judge sees the program's end at once; give it a
+			// moment, not the full grace.
+			j.grace = time.After(time.Second)
+		}
+	case "error":
+		s.killJob(5 * time.Second)
+		j.readers.Wait()
+		return failure(topics.SandboxErrorWorker, "worker: %s", m.Error)
+	}
+	return nil
+}
+
+// onJudge takes a message of the judge: events of its report, the last
+// one "judged".
+func (j *slotJob) onJudge(m judgeMsg, ok bool) *jobFailure {
+	if !ok {
+		j.jmsgs = nil
+		if !j.judged {
+			j.s.killJob(5 * time.Second)
+			return failure(topics.SandboxErrorWorker, "judge died: %s", j.s.log.String())
+		}
+		return nil
+	}
+	if m.ID != j.id || (m.Ev != "report" && m.Ev != "judged") {
+		return nil
+	}
+	if len(j.report)+len(m.Report) > j.maxEvents {
+		j.s.killJob(5 * time.Second)
+		return failure(topics.SandboxErrorWorker, "judge: report of more than %d events", j.maxEvents)
+	}
+	j.report = append(j.report, m.Report...)
+	if m.Ev == "judged" {
+		j.judged = true
+		if j.exitMsg != nil {
+			j.wall, j.tick = nil, nil
+		}
+	}
+	return nil
+}
+
+// onCPUTick kills the job once its CPU time reached the limit, else polls
+// again when it first could.
+func (j *slotJob) onCPUTick() {
+	used, ok := j.s.cpu()
+	if ok && used-j.cpuBase >= j.lim.CPU {
+		j.doKill("cpu")
+		j.tick = nil
+		return
+	}
+	j.cpuTick.Reset(j.nextTick(used - j.cpuBase))
+}
+
+// onWall kills the job at its wall limit, stretched by the time its main
+// process waited for a CPU (up to maxWall).
+func (j *slotJob) onWall() {
+	if j.haveWait && !j.killed {
+		elapsed := time.Since(j.wallStart)
+		if waited, ok := j.s.runWait(); ok && elapsed < j.maxWall {
+			if left := j.lim.Wall - (elapsed - waited); left > time.Millisecond {
+				j.wallTimer.Reset(min(left, j.maxWall-elapsed))
+				return
 			}
 		}
 	}
-	if haveCPU {
-		if used, ok := s.cpu(); ok {
-			res.CPU = used - cpuBase
-			s.cpuMark, s.cpuMarked = used, !judgeStuck
+	j.doKill("wall")
+}
+
+// doKill kills the job's processes for why (a limit, or cancellation) and
+// gives the sandbox a grace to report the end.
+func (j *slotJob) doKill(why string) {
+	// What happens after the main process exited is cleanup, not the job's
+	// verdict, unless the judge is still working through what the program
+	// returned.
+	if j.exitMsg == nil || !j.judged {
+		switch why {
+		case "wall", "cpu":
+			j.res.TimedOut = true
+		case "output":
+			j.res.OutputLimited = true
 		}
 	}
-	// Every process that held the pipes is dead; wait for the readers.
+	if !j.killed {
+		j.killed = true
+		j.s.killJob(2 * time.Second)
+		d := 10 * time.Second
+		if j.exitMsg != nil {
+			d = time.Second
+		}
+		j.grace = time.After(d)
+	}
+}
+
+// afterGrace ends a wait that outlasted the grace after a kill.
+func (j *slotJob) afterGrace() *jobFailure {
+	j.s.killJob(5 * time.Second)
+	if j.exitMsg == nil || !j.cleaned {
+		return failure(topics.SandboxErrorHarnessTimeout, "the sandbox did not report the job's end after it was killed")
+	}
+	// The program is gone and the judge is still busy with what it returned
+	// (a set of colliding keys, say): the program's timeout, and a new judge
+	// for the next job.
+	j.judgeStuck = true
+	j.s.broken = "the judge overran the job's limits"
+	return nil
+}
+
+// accountCPU is the job's CPU time from the slot's cgroup, and the mark
+// the next job starts from (unless the judge is still busy).
+func (j *slotJob) accountCPU() {
+	if !j.haveCPU {
+		return
+	}
+	if used, ok := j.s.cpu(); ok {
+		j.res.CPU = used - j.cpuBase
+		j.s.cpuMark, j.s.cpuMarked = used, !j.judgeStuck
+	}
+}
+
+// drain waits for the output readers: every process that held the pipes
+// is dead.
+func (j *slotJob) drain() *jobFailure {
 	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
+	go func() { j.readers.Wait(); close(drained) }()
 	select {
 	case <-drained:
+		return nil
 	case <-time.After(10 * time.Second):
-		s.killJob(5 * time.Second)
-		return fail(topics.SandboxErrorHarnessTimeout, "output pipes still open after the job ended")
+		j.s.killJob(5 * time.Second)
+		return failure(topics.SandboxErrorHarnessTimeout, "output pipes still open after the job ended")
 	}
-	if exitMsg == nil {
-		return fail(topics.SandboxErrorHarness, "no exit status from the worker")
+}
+
+// verdict classifies the job's ending from the worker's exit status, the
+// judge's report, the CPU time and the output.
+func (j *slotJob) verdict() *jobFailure {
+	res, exit := j.res, j.exitMsg
+	if exit == nil {
+		return failure(topics.SandboxErrorHarness, "no exit status from the worker")
 	}
-	if !exitMsg.Armed {
-		return fail(topics.SandboxErrorHarness, "the harness did not start the job: %s", tail(string(stderr.buf), 2000))
+	if !exit.Armed {
+		return failure(topics.SandboxErrorHarness, "the harness did not start the job: %s", tail(string(j.stderr.buf), 2000))
 	}
-	if canceled != nil {
-		res.SandboxError, res.SandboxErrorKind = "canceled: "+canceled.Error(), topics.SandboxErrorCanceled
-		if errors.Is(canceled, context.DeadlineExceeded) {
+	if j.canceled != nil {
+		res.SandboxError, res.SandboxErrorKind = "canceled: "+j.canceled.Error(), topics.SandboxErrorCanceled
+		if errors.Is(j.canceled, context.DeadlineExceeded) {
 			res.SandboxErrorKind = topics.SandboxErrorHarnessTimeout // the caller's deadline for the job
 		}
 	}
-	if !haveCPU {
-		res.CPU = time.Duration((exitMsg.UTime + exitMsg.STime) * float64(time.Second))
+	if !j.haveCPU {
+		res.CPU = time.Duration((exit.UTime + exit.STime) * float64(time.Second))
 	}
-	res.MaxRSSKB = exitMsg.MaxRSS
-	ws := syscall.WaitStatus(exitMsg.Status)
-	if function {
-		if judgeStuck {
-			res.TimedOut = true
-		} else if err := readReport(res, report); err != nil {
-			return fail(topics.SandboxErrorHarness, "%v", err)
-		}
-		switch {
-		case ws.Exited():
-			res.Exited, res.ExitCode = true, ws.ExitStatus()
-		case ws.Signaled():
-			res.Signal = ws.Signal().String()
+	res.MaxRSSKB = exit.MaxRSS
+	ws := syscall.WaitStatus(exit.Status)
+	if j.function {
+		if f := j.functionVerdict(ws); f != nil {
+			return f
 		}
 	} else {
-		programResult(res, exitMsg.Status, hintCap.buf)
+		programResult(res, exit.Status, j.hints.buf)
 	}
-	if ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || (ws.Signal() == syscall.SIGKILL && res.CPU >= lim.CPU)) {
+	if ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || (ws.Signal() == syscall.SIGKILL && res.CPU >= j.lim.CPU)) {
 		res.TimedOut = true
 	}
-	if res.CPU >= lim.CPU {
+	if res.CPU >= j.lim.CPU {
 		res.TimedOut = true
 	}
-	res.Stdout, res.Stderr = stdout.buf, stderr.buf
-	if stdout.over || stderr.over {
+	res.Stdout, res.Stderr = j.stdout.buf, j.stderr.buf
+	if j.stdout.over || j.stderr.over {
 		res.OutputLimited = true
 	}
-	return res
+	return nil
+}
+
+// functionVerdict is a function job's tests, from the judge's report, and
+// how its process ended.
+func (j *slotJob) functionVerdict(ws syscall.WaitStatus) *jobFailure {
+	res := j.res
+	if j.judgeStuck {
+		res.TimedOut = true
+	} else if err := readReport(res, j.report); err != nil {
+		return failure(topics.SandboxErrorHarness, "%v", err)
+	}
+	switch {
+	case ws.Exited():
+		res.Exited, res.ExitCode = true, ws.ExitStatus()
+	case ws.Signaled():
+		res.Signal = ws.Signal().String()
+	}
+	return nil
 }
 
 func tail(s string, n int) string {
