@@ -686,264 +686,380 @@ const mavenRepositoryMount = "/maven-repository"
 const buildSeccompFD = 5
 
 func (b *Builder) run(ctx context.Context, s *buildSlot, job *BuildJob, lim BuildLimits, res *BuildResult) {
-	fail := func(kind, format string, args ...any) {
-		if res.SandboxError == "" {
-			res.SandboxError, res.SandboxErrorKind = fmt.Sprintf(format, args...), kind
-		}
+	r := &buildRun{b: b, s: s, job: job, lim: lim, res: res, uid: s.lease.uid, cur: -1}
+	if f := r.execute(ctx); f != nil && res.SandboxError == "" {
+		res.SandboxError, res.SandboxErrorKind = f.msg, f.kind
 	}
+}
+
+// buildRun is one build job on the host side: its sandbox, the host's ends
+// of its pipes, the commands' output readers and their progress as the
+// driver reports it.
+type buildRun struct {
+	b      *Builder
+	s      *buildSlot
+	job    *BuildJob
+	lim    BuildLimits
+	res    *BuildResult
+	uid    int    // the slot's job uid
+	jobDir string // host directory of job.json
+
+	// The host's ends: the driver's control pipe, the go byte's pipe and
+	// bwrap's info descriptor (nil without a network).
+	ctrlR, goW, info *os.File
+
+	cmd    *exec.Cmd
+	log    tailBuffer // bwrap's and the driver's own output
+	exited chan struct{}
+	msgs   chan driverMsg
+
+	outs    []*capture // per command
+	outDone sync.WaitGroup
+	mu      sync.Mutex // guards the over flags' kill decision
+
+	// The commands' progress: the one running (-1 before the first),
+	// when it started and the slot's CPU time then.
+	haveCPU  bool
+	ready    bool
+	cur      int
+	started  time.Time
+	cpu0     time.Duration
+	prepare  time.Duration
+	deadline *time.Timer
+}
+
+// execute writes the job's spec, starts its sandbox, lets the driver go
+// once the sandbox is in the slot's cgroup and watches the commands.
+func (r *buildRun) execute(ctx context.Context) *jobFailure {
 	jobDir, err := os.MkdirTemp("", "murphy-build-job-")
 	if err != nil {
-		fail(topics.SandboxErrorInternal, "build job directory: %v", err)
-		return
+		return failure(topics.SandboxErrorInternal, "build job directory: %v", err)
 	}
 	defer os.RemoveAll(jobDir)
 	_ = os.Chmod(jobDir, 0o755)
-	dj := driverJob{UID: s.lease.uid, Commands: job.Commands, Deleted: job.Deleted, Keep: job.Keep, EnvMap: map[string]string{},
+	r.jobDir = jobDir
+	if f := r.writeSpec(); f != nil {
+		return f
+	}
+	extra, f := r.openPipes()
+	defer r.closePipes()
+	if f != nil {
+		return f
+	}
+	if f := r.start(extra); f != nil {
+		return f
+	}
+	defer r.collect()
+	r.readDriver()
+	if f, ok := r.awaitHello(ctx); !ok {
+		return f
+	}
+	stop, err := serveNetwork(r.info, r.job.Network)
+	if err != nil {
+		return failure(topics.SandboxErrorInternal, "build network: %v", err)
+	}
+	defer stop()
+	if f := r.attach(); f != nil {
+		return f
+	}
+	return r.watch(ctx)
+}
+
+// writeSpec writes job.json, what the driver reads, and makes the export
+// directory the job uid's.
+func (r *buildRun) writeSpec() *jobFailure {
+	job, lim, uid := r.job, r.lim, r.uid
+	dj := driverJob{UID: uid, Commands: job.Commands, Deleted: job.Deleted, Keep: job.Keep, EnvMap: map[string]string{},
 		Files: job.Files, Going: job.KeepGoing}
 	if job.Export != "" {
 		if err := os.MkdirAll(job.Export, 0o700); err != nil {
-			fail(topics.SandboxErrorInternal, "build export directory: %v", err)
-			return
+			return failure(topics.SandboxErrorInternal, "build export directory: %v", err)
 		}
-		if err := os.Chown(job.Export, s.lease.uid, s.lease.uid); err != nil {
-			fail(topics.SandboxErrorInternal, "build export directory: %v", err)
-			return
+		if err := os.Chown(job.Export, uid, uid); err != nil {
+			return failure(topics.SandboxErrorInternal, "build export directory: %v", err)
 		}
 	}
-	for _, e := range b.buildEnv(job) {
+	for _, e := range r.b.buildEnv(job) {
 		k, v, _ := strings.Cut(e, "=")
 		dj.EnvMap[k] = v
 	}
 	dj.Limits.Procs, dj.Limits.OpenFiles, dj.Limits.FileSize = lim.Procs, lim.OpenFiles, int64(lim.FileSizeMB)<<20
 	spec, _ := json.Marshal(&dj)
-	if err := os.WriteFile(filepath.Join(jobDir, "job.json"), spec, 0o644); err != nil {
-		fail(topics.SandboxErrorInternal, "build job spec: %v", err)
-		return
+	if err := os.WriteFile(filepath.Join(r.jobDir, "job.json"), spec, 0o644); err != nil {
+		return failure(topics.SandboxErrorInternal, "build job spec: %v", err)
 	}
+	return nil
+}
 
+// openPipes makes the sandbox's descriptors, returned in ExtraFiles order:
+// the control pipe, the go pipe, the seccomp filter, an output pipe per
+// command (read by a capture from now on) and bwrap's info descriptor. The
+// host's ends of the first two and of the last are r's; closePipes closes
+// them.
+func (r *buildRun) openPipes() ([]*os.File, *jobFailure) {
 	ctrlR, ctrlW, err := os.Pipe()
 	if err != nil {
-		fail(topics.SandboxErrorInternal, "pipe: %v", err)
-		return
+		return nil, failure(topics.SandboxErrorInternal, "pipe: %v", err)
 	}
-	defer ctrlR.Close()
+	r.ctrlR = ctrlR
 	goR, goW, err := os.Pipe()
 	if err != nil {
 		ctrlW.Close()
-		fail(topics.SandboxErrorInternal, "pipe: %v", err)
-		return
+		return nil, failure(topics.SandboxErrorInternal, "pipe: %v", err)
 	}
-	defer goW.Close()
+	r.goW = goW
 	filter, err := seccompFile()
 	if err != nil {
 		ctrlW.Close()
 		goR.Close()
-		fail(topics.SandboxErrorInternal, "seccomp: %v", err)
-		return
+		return nil, failure(topics.SandboxErrorInternal, "seccomp: %v", err)
 	}
 	extra := []*os.File{ctrlW, goR, filter}
-	outs := make([]*capture, len(job.Commands))
-	var outDone sync.WaitGroup
-	var mu sync.Mutex // guards the over flags' kill decision
-	cur := -1
-	uid := s.lease.uid
-	for i := range job.Commands {
-		r, w, err := os.Pipe()
+	r.outs = make([]*capture, len(r.job.Commands))
+	for i := range r.job.Commands {
+		rd, w, err := os.Pipe()
 		if err != nil {
 			for _, f := range extra {
 				f.Close()
 			}
-			fail(topics.SandboxErrorInternal, "pipe: %v", err)
-			return
+			return nil, failure(topics.SandboxErrorInternal, "pipe: %v", err)
 		}
 		extra = append(extra, w)
-		i := i
-		outs[i] = &capture{max: lim.OutputBytes, onOver: func() {
-			mu.Lock()
-			res.Commands[i].OutputLimited = true
-			mu.Unlock()
-			killUID(uid, time.Second)
+		r.outs[i] = &capture{max: r.lim.OutputBytes, onOver: func() {
+			r.mu.Lock()
+			r.res.Commands[i].OutputLimited = true
+			r.mu.Unlock()
+			killUID(r.uid, time.Second)
 		}}
-		outDone.Add(1)
-		go outs[i].run(r, &outDone)
+		r.outDone.Add(1)
+		go r.outs[i].run(rd, &r.outDone)
 	}
-	info, extra, err := infoPipe(job, extra) // bwrap's --info-fd: the sandbox's pid on the host
+	r.info, extra, err = infoPipe(r.job, extra) // bwrap's --info-fd: the sandbox's pid on the host
 	if err != nil {
-		fail(topics.SandboxErrorInternal, "pipe: %v", err)
-		return
+		return nil, failure(topics.SandboxErrorInternal, "pipe: %v", err)
 	}
-	defer closeFile(info)
-	var log tailBuffer
-	log.max = 8 << 10
-	cmd := exec.Command(b.cfg.Bwrap, b.bwrapArgs(s, job, jobDir, lim)...)
+	return extra, nil
+}
+
+// closePipes closes the host's ends openPipes made.
+func (r *buildRun) closePipes() {
+	closeFile(r.info)
+	closeFile(r.goW)
+	closeFile(r.ctrlR)
+}
+
+// start starts the job's sandbox with extra, and closes the sandbox's ends.
+func (r *buildRun) start(extra []*os.File) *jobFailure {
+	r.log.max = 8 << 10
+	cmd := exec.Command(r.b.cfg.Bwrap, r.b.bwrapArgs(r.s, r.job, r.jobDir, r.lim)...)
 	cmd.Env = []string{}
 	cmd.ExtraFiles = extra
-	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.Stdout, cmd.Stderr = &r.log, &r.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	err := cmd.Start()
 	for _, f := range extra {
 		f.Close()
 	}
 	if err != nil {
-		outDone.Wait()
-		fail(topics.SandboxErrorInternal, "start %s: %v", b.cfg.Bwrap, err)
-		return
+		r.outDone.Wait()
+		return failure(topics.SandboxErrorInternal, "start %s: %v", r.b.cfg.Bwrap, err)
 	}
-	exited := make(chan struct{})
+	r.cmd = cmd
+	r.exited = make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		close(exited)
+		close(r.exited)
 	}()
-	killAll := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		killUID(uid, 2*time.Second)
+	return nil
+}
+
+// collect ends the sandbox, every process of the job uid with it, and
+// keeps each command's output.
+func (r *buildRun) collect() {
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	killUID(r.uid, 2*time.Second)
+	<-r.exited
+	r.outDone.Wait()
+	for i := range r.outs {
+		r.res.Commands[i].Output = r.outs[i].buf
 	}
-	defer func() {
-		killAll()
-		<-exited
-		outDone.Wait()
-		for i := range outs {
-			res.Commands[i].Output = outs[i].buf
-		}
-	}()
-	msgs := make(chan driverMsg, 8)
+}
+
+// readDriver decodes the driver's messages on the control pipe into msgs
+// until EOF.
+func (r *buildRun) readDriver() {
+	r.msgs = make(chan driverMsg, 8)
 	go func() {
-		defer close(msgs)
-		sc := bufio.NewScanner(ctrlR)
+		defer close(r.msgs)
+		sc := bufio.NewScanner(r.ctrlR)
 		for sc.Scan() {
 			var m driverMsg
 			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				msgs <- m
+				r.msgs <- m
 			}
 		}
 	}()
-	// Every process of the sandbox exists once the driver says hello: only
-	// then can the whole tree be moved into the slot's cgroup.
+}
+
+// awaitHello waits for the driver's hello: every process of the sandbox
+// exists then, and only then can the whole tree be moved into the slot's
+// cgroup. Not ok: the job ends (with no failure when ctx ended).
+func (r *buildRun) awaitHello(ctx context.Context) (*jobFailure, bool) {
 	hello := time.NewTimer(30 * time.Second)
 	select {
-	case m, ok := <-msgs:
+	case m, ok := <-r.msgs:
 		hello.Stop()
 		if !ok || m.Ev != "hello" {
-			<-exited
-			fail(topics.SandboxErrorHarness, "build driver did not start: %s", strings.TrimSpace(log.String()))
-			return
+			<-r.exited
+			return failure(topics.SandboxErrorHarness, "build driver did not start: %s", strings.TrimSpace(r.log.String())), false
 		}
+		return nil, true
 	case <-hello.C:
-		fail(topics.SandboxErrorHarnessTimeout, "build driver did not start in 30s: %s", strings.TrimSpace(log.String()))
-		return
+		return failure(topics.SandboxErrorHarnessTimeout, "build driver did not start in 30s: %s", strings.TrimSpace(r.log.String())), false
 	case <-ctx.Done():
 		hello.Stop()
-		return
+		return nil, false
 	}
-	stop, err := serveNetwork(info, job.Network)
-	if err != nil {
-		fail(topics.SandboxErrorInternal, "build network: %v", err)
-		return
-	}
-	defer stop()
-	b.cg.attach(s.id, cmd.Process.Pid)
-	cpuNow := func() (time.Duration, bool) { return b.cg.cpu(s.id) }
-	_, haveCPU := cpuNow()
-	b.cg.oomKilled(s.id) // reset the counter
-	if _, err := goW.Write([]byte("g")); err != nil {
-		fail(topics.SandboxErrorHarness, "build driver did not start: %s", log.String())
-		return
-	}
+}
 
+// attach moves the sandbox into the slot's cgroup, resets its OOM count
+// and lets the driver go.
+func (r *buildRun) attach() *jobFailure {
+	r.b.cg.attach(r.s.id, r.cmd.Process.Pid)
+	_, r.haveCPU = r.cpuNow()
+	r.b.cg.oomKilled(r.s.id) // reset the counter
+	if _, err := r.goW.Write([]byte("g")); err != nil {
+		return failure(topics.SandboxErrorHarness, "build driver did not start: %s", r.log.String())
+	}
+	return nil
+}
+
+func (r *buildRun) cpuNow() (time.Duration, bool) { return r.b.cg.cpu(r.s.id) }
+
+// watch follows the driver's reports until it ends, enforcing each
+// command's wall and CPU limits and the workspace's preparation time.
+func (r *buildRun) watch(ctx context.Context) *jobFailure {
 	// Preparing the workspace copies at most DiskMB; allow it a generous
 	// fixed time plus a second per 16 MiB.
-	prepare := 30*time.Second + time.Duration(lim.DiskMB/16)*time.Second
-	deadline := time.NewTimer(prepare)
-	defer deadline.Stop()
+	r.prepare = 30*time.Second + time.Duration(r.lim.DiskMB/16)*time.Second
+	r.deadline = time.NewTimer(r.prepare)
+	defer r.deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	var (
-		started time.Time
-		cpu0    time.Duration
-		ready   bool
-	)
-	timeout := func() {
-		mu.Lock()
-		res.Commands[cur].TimedOut = true
-		mu.Unlock()
-		killUID(uid, time.Second)
-	}
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case m, ok := <-msgs:
+			return nil
+		case m, ok := <-r.msgs:
 			if !ok {
-				<-exited
-				if !ready {
-					fail(topics.SandboxErrorHarness, "build driver ended before the workspace was ready: %s", strings.TrimSpace(log.String()))
-				} else if cur >= 0 && !res.Commands[cur].Ran {
-					fail(topics.SandboxErrorWorker, "build driver ended during a command: %s", strings.TrimSpace(log.String()))
-				}
-				return
+				return r.driverEnded()
 			}
-			switch m.Ev {
-			case "ready":
-				ready = true
-				if m.Status != 0 {
-					why := "could not copy the workspace"
-					if m.Status>>8 == 28 || m.Free == 0 {
-						why = fmt.Sprintf("the workspace does not fit in disk_mb %d", lim.DiskMB)
-					}
-					fail(topics.SandboxErrorInvalidJob, "build: %s: %s", why, strings.TrimSpace(log.String()))
-					return
-				}
-			case "start":
-				if m.I < 0 || m.I >= len(job.Commands) {
-					fail(topics.SandboxErrorWorker, "build driver protocol: command %d", m.I)
-					return
-				}
-				cur, started = m.I, time.Now()
-				cpu0, _ = cpuNow()
-				deadline.Reset(lim.Wall)
-			case "end":
-				if m.I != cur {
-					fail(topics.SandboxErrorWorker, "build driver protocol: end of %d during %d", m.I, cur)
-					return
-				}
-				c := &res.Commands[cur]
-				c.Ran = true
-				c.Wall = time.Since(started)
-				ws := syscall.WaitStatus(m.Status)
-				switch {
-				case ws.Exited():
-					c.ExitCode = ws.ExitStatus()
-				case ws.Signaled():
-					c.Signal = ws.Signal().String()
-				}
-				if haveCPU {
-					now, _ := cpuNow()
-					c.CPU = now - cpu0
-				} else {
-					c.CPU = time.Duration((m.UTime + m.STime) * float64(time.Second))
-				}
-				if c.CPU > lim.CPU {
-					c.TimedOut = true
-				}
-				c.MemoryKilled = b.cg.oomKilled(s.id)
-				c.DiskFull = m.Free == 0
-				deadline.Reset(prepare)
-			case "done":
+			if f := r.onDriver(m); f != nil {
+				return f
 			}
-		case <-deadline.C:
-			if cur >= 0 && !res.Commands[cur].Ran {
-				timeout()
-				deadline.Reset(10 * time.Second)
-				continue
+		case <-r.deadline.C:
+			if f := r.onDeadline(); f != nil {
+				return f
 			}
-			fail(topics.SandboxErrorHarnessTimeout, "build driver did not answer in time: %s", strings.TrimSpace(log.String()))
-			return
 		case <-tick.C:
-			if cur >= 0 && !res.Commands[cur].Ran && !res.Commands[cur].TimedOut && haveCPU {
-				if now, ok := cpuNow(); ok && now-cpu0 > lim.CPU {
-					timeout()
-				}
-			}
+			r.onTick()
 		}
 	}
+}
+
+// driverEnded is the end of the driver's reports: a failure unless every
+// command it started ended.
+func (r *buildRun) driverEnded() *jobFailure {
+	<-r.exited
+	if !r.ready {
+		return failure(topics.SandboxErrorHarness, "build driver ended before the workspace was ready: %s", strings.TrimSpace(r.log.String()))
+	} else if r.cur >= 0 && !r.res.Commands[r.cur].Ran {
+		return failure(topics.SandboxErrorWorker, "build driver ended during a command: %s", strings.TrimSpace(r.log.String()))
+	}
+	return nil
+}
+
+// onDriver takes one report of the driver: the workspace ready, a
+// command's start or end.
+func (r *buildRun) onDriver(m driverMsg) *jobFailure {
+	switch m.Ev {
+	case "ready":
+		r.ready = true
+		if m.Status != 0 {
+			why := "could not copy the workspace"
+			if m.Status>>8 == 28 || m.Free == 0 {
+				why = fmt.Sprintf("the workspace does not fit in disk_mb %d", r.lim.DiskMB)
+			}
+			return failure(topics.SandboxErrorInvalidJob, "build: %s: %s", why, strings.TrimSpace(r.log.String()))
+		}
+	case "start":
+		if m.I < 0 || m.I >= len(r.job.Commands) {
+			return failure(topics.SandboxErrorWorker, "build driver protocol: command %d", m.I)
+		}
+		r.cur, r.started = m.I, time.Now()
+		r.cpu0, _ = r.cpuNow()
+		r.deadline.Reset(r.lim.Wall)
+	case "end":
+		if m.I != r.cur {
+			return failure(topics.SandboxErrorWorker, "build driver protocol: end of %d during %d", m.I, r.cur)
+		}
+		r.commandEnded(m)
+		r.deadline.Reset(r.prepare)
+	case "done":
+	}
+	return nil
+}
+
+// commandEnded records how the running command ended: its wait status,
+// CPU time, memory kill and the free disk.
+func (r *buildRun) commandEnded(m driverMsg) {
+	c := &r.res.Commands[r.cur]
+	c.Ran = true
+	c.Wall = time.Since(r.started)
+	ws := syscall.WaitStatus(m.Status)
+	switch {
+	case ws.Exited():
+		c.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		c.Signal = ws.Signal().String()
+	}
+	if r.haveCPU {
+		now, _ := r.cpuNow()
+		c.CPU = now - r.cpu0
+	} else {
+		c.CPU = time.Duration((m.UTime + m.STime) * float64(time.Second))
+	}
+	if c.CPU > r.lim.CPU {
+		c.TimedOut = true
+	}
+	c.MemoryKilled = r.b.cg.oomKilled(r.s.id)
+	c.DiskFull = m.Free == 0
+}
+
+// onDeadline is the running command's wall limit (killed, with ten seconds
+// for the driver to report its end), or the driver's silence otherwise.
+func (r *buildRun) onDeadline() *jobFailure {
+	if r.cur >= 0 && !r.res.Commands[r.cur].Ran {
+		r.timeout()
+		r.deadline.Reset(10 * time.Second)
+		return nil
+	}
+	return failure(topics.SandboxErrorHarnessTimeout, "build driver did not answer in time: %s", strings.TrimSpace(r.log.String()))
+}
+
+// onTick kills the running command once its CPU time passed the limit.
+func (r *buildRun) onTick() {
+	if r.cur >= 0 && !r.res.Commands[r.cur].Ran && !r.res.Commands[r.cur].TimedOut && r.haveCPU {
+		if now, ok := r.cpuNow(); ok && now-r.cpu0 > r.lim.CPU {
+			r.timeout()
+		}
+	}
+}
+
+// timeout flags the running command and kills its processes.
+func (r *buildRun) timeout() {
+	r.mu.Lock()
+	r.res.Commands[r.cur].TimedOut = true
+	r.mu.Unlock()
+	killUID(r.uid, time.Second)
 }

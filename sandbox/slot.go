@@ -616,8 +616,8 @@ func (s *slot) run(ctx context.Context, job *Job, lim Limits) *Result {
 	return j.res
 }
 
-// jobFailure is a failure of the sandbox during a job: the result's
-// SandboxError and its kind. Every one replaces the slot.
+// jobFailure is a failure of the sandbox during a job (a pool slot's or a
+// build's): the result's SandboxError and its kind.
 type jobFailure struct{ kind, msg string }
 
 func failure(kind, format string, args ...any) *jobFailure {
