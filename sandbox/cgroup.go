@@ -36,7 +36,6 @@ type cgroups struct {
 	// judges: the judge's own group (cgroup v2; v1 keeps it in the slot's).
 	jobs     map[int]string
 	judges   map[int]string
-	judgeAS  map[int]int64 // the judge's RLIMIT_AS: the most it can hold
 	disabled bool
 	files    openFiles // the groups' files read per job, kept open
 }
