@@ -76,12 +76,11 @@ func (pc *partitionConsumer) run(ctx context.Context) error {
 	}
 }
 
-func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Generation, pa kafka.PartitionAssignment) {
+// assign asks the stage for the partition's processor, retrying
+// transient failures with a backoff until the partition is released; a
+// fatal one fails the runtime. ok is false when there is no processor.
+func (pc *partitionConsumer) assign(gctx context.Context, a Assignment) (PartitionProcessor, bool) {
 	s, rt := pc.s, pc.rt
-	a := Assignment{Topic: s.Input, Partition: pa.ID, Committed: pa.Offset}
-	if a.Committed < 0 {
-		a.Committed = -1
-	}
 	proc, err := backoff.Retry(gctx, func() (PartitionProcessor, error) {
 		proc, err := s.Assigned(gctx, a)
 		switch {
@@ -90,29 +89,54 @@ func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Gener
 		case gctx.Err() != nil || topics.IsFatal(err):
 			return nil, backoff.Permanent(err)
 		}
-		rt.log.Warn("partition assignment failed; retrying", "stage", s.Name, "partition", pa.ID, "error", err)
+		rt.log.Warn("partition assignment failed; retrying", "stage", s.Name, "partition", a.Partition, "error", err)
 		return nil, err
 	}, backoff.WithBackOff(newBackOff(200*time.Millisecond, 5*time.Second)), backoff.WithMaxElapsedTime(0))
 	if err != nil {
 		if gctx.Err() == nil && topics.IsFatal(err) {
-			rt.fail(fmt.Errorf("stage %s partition %d: %w", s.Name, pa.ID, err))
+			rt.fail(fmt.Errorf("stage %s partition %d: %w", s.Name, a.Partition, err))
 		}
-		return
+		return nil, false
 	}
+	return proc, true
+}
+
+// reader opens the partition's reader at its committed offset (the first
+// one when nothing is committed).
+func (pc *partitionConsumer) reader(pa kafka.PartitionAssignment) (*kafka.Reader, error) {
+	rt := pc.rt
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: rt.cfg.Kafka.Brokers, Dialer: rt.cfg.Kafka.Dialer(), Topic: s.Input, Partition: pa.ID,
+		Brokers: rt.cfg.Kafka.Brokers, Dialer: rt.cfg.Kafka.Dialer(), Topic: pc.s.Input, Partition: pa.ID,
 		MinBytes: 1, MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 250 * time.Millisecond,
 		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: time.Second, MaxAttempts: 10,
 	})
-	defer r.Close()
 	start := pa.Offset
 	if start < 0 {
 		start = kafka.FirstOffset
 	}
 	if err := r.SetOffset(start); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (pc *partitionConsumer) runPartition(gctx context.Context, gen *kafka.Generation, pa kafka.PartitionAssignment) {
+	s, rt := pc.s, pc.rt
+	a := Assignment{Topic: s.Input, Partition: pa.ID, Committed: pa.Offset}
+	if a.Committed < 0 {
+		a.Committed = -1
+	}
+	proc, ok := pc.assign(gctx, a)
+	if !ok {
+		return
+	}
+	r, err := pc.reader(pa)
+	if err != nil {
 		rt.log.Error("set offset", "stage", s.Name, "partition", pa.ID, "error", err)
 		return
 	}
+	defer r.Close()
 
 	committed := a.Committed
 	commit := func() {

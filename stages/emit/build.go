@@ -234,6 +234,72 @@ func buildBatch(mem memory.Allocator, s *arrow.Schema, r Range, trees []sourcedT
 	if sc == nil {
 		sc = &scratch{}
 	}
+	id := r.BatchID()
+	c := newBatchCols(id, trees, sc)
+	rows := 0
+	for _, st := range trees {
+		t := st.Tree
+		for i := range t.Samples {
+			c.add(id, r.Partition, st.Offset, t, &t.Samples[i], v, emittedAt)
+			rows++
+		}
+	}
+	cols := c.arrays(mem, v)
+	md := arrow.NewMetadata([]string{MetaBatchID}, []string{id})
+	rec := array.NewRecordBatchWithMetadata(s, cols, int64(rows), md)
+	for _, col := range cols {
+		col.Release()
+	}
+	return rec
+}
+
+// batchCols are the columns of one batch being built, in schema order.
+type batchCols struct {
+	batchID  *strCol
+	srcPart  []int32
+	srcOff   []int64
+	treeID   *strCol
+	taskID   *strCol
+	nodeID   *strCol
+	parentID *strCol
+	groupID  *strCol
+	turn     []int32
+	maxTurns []int32
+	gsize    []int32
+	sidx     []int32
+	children []int32
+	promptT  *listCol[int32]
+	respT    *listCol[int32]
+	logprobs *listCol[float32]
+	weights  *listCol[float32]
+	stepEnds *listCol[int32]
+	stepSc   *listCol[float32]
+	promptS  *strCol
+	respS    *strCol
+	reward   []float64
+	credited []float64
+	adv      []float64
+	route    []int32
+	cause    []int32
+	status   []int32
+	finish   []int32
+	inStats  []bool
+	passed   []int32
+	total    []int32
+	policy   *strCol
+	pver     []int64
+	incompl  []bool
+	pruned   []int32
+	genAt    []time.Time
+	execAt   []time.Time
+	govAt    []time.Time
+	credAt   []time.Time
+	emitAt   []time.Time
+}
+
+// newBatchCols sizes the columns for trees (sc: buffers reused across
+// batches).
+func newBatchCols(id string, trees []sourcedTree, sc *scratch) *batchCols {
 	rows, prompt, resp, text := 0, 0, 0, 0
 	for _, st := range trees {
 		for i := range st.Tree.Samples {
@@ -244,121 +310,117 @@ func buildBatch(mem memory.Allocator, s *arrow.Schema, r Range, trees []sourcedT
 			text += len(smp.PromptText) + len(smp.ResponseText)
 		}
 	}
-	id := r.BatchID()
-	var (
-		batchID  = newStrCol(rows, rows*len(id))
-		srcPart  = make([]int32, 0, rows)
-		srcOff   = make([]int64, 0, rows)
-		treeID   = newStrCol(rows, 0)
-		taskID   = newStrCol(rows, 0)
-		nodeID   = newStrCol(rows, 0)
-		parentID = newStrCol(rows, 0)
-		groupID  = newStrCol(rows, 0)
-		turn     = make([]int32, 0, rows)
-		maxTurns = make([]int32, 0, rows)
-		gsize    = make([]int32, 0, rows)
-		sidx     = make([]int32, 0, rows)
-		children = make([]int32, 0, rows)
-		promptT  = newListCol(rows, prompt, &sc.prompt)
-		respT    = newListCol(rows, resp, &sc.response)
-		logprobs = newListCol(rows, resp, &sc.logprobs)
-		weights  = newListCol(rows, resp, &sc.weight)
-		stepEnds = newListCol[int32](rows, 0, nil)
-		stepSc   = newListCol[float32](rows, 0, nil)
-		promptS  = newStrCol(rows, 0)
-		respS    = newStrCol(rows, text)
-		reward   = make([]float64, 0, rows)
-		credited = make([]float64, 0, rows)
-		adv      = make([]float64, 0, rows)
-		route    = make([]int32, 0, rows)
-		cause    = make([]int32, 0, rows)
-		status   = make([]int32, 0, rows)
-		finish   = make([]int32, 0, rows)
-		inStats  = make([]bool, 0, rows)
-		passed   = make([]int32, 0, rows)
-		total    = make([]int32, 0, rows)
-		policy   = newStrCol(rows, 0)
-		pver     = make([]int64, 0, rows)
-		incompl  = make([]bool, 0, rows)
-		pruned   = make([]int32, 0, rows)
-		genAt    = make([]time.Time, 0, rows)
-		execAt   = make([]time.Time, 0, rows)
-		govAt    = make([]time.Time, 0, rows)
-		credAt   = make([]time.Time, 0, rows)
-		emitAt   = make([]time.Time, 0, rows)
-	)
-	for _, st := range trees {
-		t := st.Tree
-		for i := range t.Samples {
-			smp := &t.Samples[i]
-			batchID.add(id)
-			srcPart = append(srcPart, int32(r.Partition))
-			srcOff = append(srcOff, st.Offset)
-			treeID.add(smp.TreeID)
-			taskID.add(smp.TaskID)
-			nodeID.add(smp.NodeID)
-			parentID.add(smp.ParentID)
-			groupID.add(smp.GroupID)
-			turn = append(turn, int32(smp.Turn))
-			maxTurns = append(maxTurns, int32(smp.MaxTurns))
-			gsize = append(gsize, int32(smp.GroupSize))
-			sidx = append(sidx, int32(smp.Index))
-			children = append(children, int32(smp.ChildrenRequested))
-			promptT.add(smp.PromptTokenIDs)
-			respT.add(smp.ResponseTokenIDs)
-			logprobs.add(smp.ResponseLogprobs)
-			weights.add(smp.LossWeights)
-			stepEnds.addInts(smp.StepEnds)
-			stepSc.add(smp.StepScores)
-			promptS.add(smp.PromptText)
-			respS.add(smp.ResponseText)
-			reward = append(reward, smp.Reward)
-			credited = append(credited, smp.CreditedReward)
-			adv = append(adv, smp.Advantage)
-			route = append(route, v.route.id(smp.Route))
-			cause = append(cause, v.cause.id(smp.FailureCause))
-			status = append(status, v.status.id(smp.Status))
-			finish = append(finish, v.finish.id(smp.FinishReason))
-			inStats = append(inStats, smp.InGroupStats)
-			passed = append(passed, int32(smp.TestsPassed))
-			total = append(total, int32(smp.TestsTotal))
-			policy.add(smp.Policy)
-			pver = append(pver, smp.PolicyVersion)
-			incompl = append(incompl, t.Incomplete)
-			pruned = append(pruned, int32(t.PrunedNodes))
-			genAt = append(genAt, smp.GeneratedAt)
-			execAt = append(execAt, smp.ExecutedAt)
-			govAt = append(govAt, smp.GovernedAt)
-			credAt = append(credAt, t.CreditedAt)
-			emitAt = append(emitAt, emittedAt)
-		}
+	return &batchCols{
+		batchID:  newStrCol(rows, rows*len(id)),
+		srcPart:  make([]int32, 0, rows),
+		srcOff:   make([]int64, 0, rows),
+		treeID:   newStrCol(rows, 0),
+		taskID:   newStrCol(rows, 0),
+		nodeID:   newStrCol(rows, 0),
+		parentID: newStrCol(rows, 0),
+		groupID:  newStrCol(rows, 0),
+		turn:     make([]int32, 0, rows),
+		maxTurns: make([]int32, 0, rows),
+		gsize:    make([]int32, 0, rows),
+		sidx:     make([]int32, 0, rows),
+		children: make([]int32, 0, rows),
+		promptT:  newListCol(rows, prompt, &sc.prompt),
+		respT:    newListCol(rows, resp, &sc.response),
+		logprobs: newListCol(rows, resp, &sc.logprobs),
+		weights:  newListCol(rows, resp, &sc.weight),
+		stepEnds: newListCol[int32](rows, 0, nil),
+		stepSc:   newListCol[float32](rows, 0, nil),
+		promptS:  newStrCol(rows, 0),
+		respS:    newStrCol(rows, text),
+		reward:   make([]float64, 0, rows),
+		credited: make([]float64, 0, rows),
+		adv:      make([]float64, 0, rows),
+		route:    make([]int32, 0, rows),
+		cause:    make([]int32, 0, rows),
+		status:   make([]int32, 0, rows),
+		finish:   make([]int32, 0, rows),
+		inStats:  make([]bool, 0, rows),
+		passed:   make([]int32, 0, rows),
+		total:    make([]int32, 0, rows),
+		policy:   newStrCol(rows, 0),
+		pver:     make([]int64, 0, rows),
+		incompl:  make([]bool, 0, rows),
+		pruned:   make([]int32, 0, rows),
+		genAt:    make([]time.Time, 0, rows),
+		execAt:   make([]time.Time, 0, rows),
+		govAt:    make([]time.Time, 0, rows),
+		credAt:   make([]time.Time, 0, rows),
+		emitAt:   make([]time.Time, 0, rows),
 	}
+}
+
+// add appends one row: sample smp of tree t, read at offset off of
+// partition part.
+func (c *batchCols) add(id string, part int, off int64, t *topics.CreditedTree, smp *topics.CreditedSample, v *vocabs, emittedAt time.Time) {
+	c.batchID.add(id)
+	c.srcPart = append(c.srcPart, int32(part))
+	c.srcOff = append(c.srcOff, off)
+	c.treeID.add(smp.TreeID)
+	c.taskID.add(smp.TaskID)
+	c.nodeID.add(smp.NodeID)
+	c.parentID.add(smp.ParentID)
+	c.groupID.add(smp.GroupID)
+	c.turn = append(c.turn, int32(smp.Turn))
+	c.maxTurns = append(c.maxTurns, int32(smp.MaxTurns))
+	c.gsize = append(c.gsize, int32(smp.GroupSize))
+	c.sidx = append(c.sidx, int32(smp.Index))
+	c.children = append(c.children, int32(smp.ChildrenRequested))
+	c.promptT.add(smp.PromptTokenIDs)
+	c.respT.add(smp.ResponseTokenIDs)
+	c.logprobs.add(smp.ResponseLogprobs)
+	c.weights.add(smp.LossWeights)
+	c.stepEnds.addInts(smp.StepEnds)
+	c.stepSc.add(smp.StepScores)
+	c.promptS.add(smp.PromptText)
+	c.respS.add(smp.ResponseText)
+	c.reward = append(c.reward, smp.Reward)
+	c.credited = append(c.credited, smp.CreditedReward)
+	c.adv = append(c.adv, smp.Advantage)
+	c.route = append(c.route, v.route.id(smp.Route))
+	c.cause = append(c.cause, v.cause.id(smp.FailureCause))
+	c.status = append(c.status, v.status.id(smp.Status))
+	c.finish = append(c.finish, v.finish.id(smp.FinishReason))
+	c.inStats = append(c.inStats, smp.InGroupStats)
+	c.passed = append(c.passed, int32(smp.TestsPassed))
+	c.total = append(c.total, int32(smp.TestsTotal))
+	c.policy.add(smp.Policy)
+	c.pver = append(c.pver, smp.PolicyVersion)
+	c.incompl = append(c.incompl, t.Incomplete)
+	c.pruned = append(c.pruned, int32(t.PrunedNodes))
+	c.genAt = append(c.genAt, smp.GeneratedAt)
+	c.execAt = append(c.execAt, smp.ExecutedAt)
+	c.govAt = append(c.govAt, smp.GovernedAt)
+	c.credAt = append(c.credAt, t.CreditedAt)
+	c.emitAt = append(c.emitAt, emittedAt)
+}
+
+// arrays builds the batch's column arrays.
+func (c *batchCols) arrays(mem memory.Allocator, v *vocabs) []arrow.Array {
 	i32, f32 := arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Float32
-	cols := []arrow.Array{
-		batchID.array(),
-		primitive(i32, srcPart),
-		primitive(arrow.PrimitiveTypes.Int64, srcOff),
-		treeID.array(), taskID.array(), nodeID.array(), parentID.array(), groupID.array(),
-		primitive(i32, turn), primitive(i32, maxTurns), primitive(i32, gsize), primitive(i32, sidx), primitive(i32, children),
-		promptT.array(i32), respT.array(i32), logprobs.array(f32),
-		promptS.array(), respS.array(),
-		primitive(arrow.PrimitiveTypes.Float64, reward),
-		primitive(arrow.PrimitiveTypes.Float64, credited),
-		primitive(arrow.PrimitiveTypes.Float64, adv),
-		weights.array(f32), stepEnds.array(i32), stepSc.array(f32),
-		dictionary(route, v.route), dictionary(cause, v.cause), dictionary(status, v.status), dictionary(finish, v.finish),
-		booleans(mem, inStats),
-		primitive(i32, passed), primitive(i32, total),
-		policy.array(),
-		primitive(arrow.PrimitiveTypes.Int64, pver),
-		booleans(mem, incompl),
-		primitive(i32, pruned),
-		timestamps(mem, genAt), timestamps(mem, execAt), timestamps(mem, govAt), timestamps(mem, credAt), timestamps(mem, emitAt),
+	return []arrow.Array{
+		c.batchID.array(),
+		primitive(i32, c.srcPart),
+		primitive(arrow.PrimitiveTypes.Int64, c.srcOff),
+		c.treeID.array(), c.taskID.array(), c.nodeID.array(), c.parentID.array(), c.groupID.array(),
+		primitive(i32, c.turn), primitive(i32, c.maxTurns), primitive(i32, c.gsize), primitive(i32, c.sidx), primitive(i32, c.children),
+		c.promptT.array(i32), c.respT.array(i32), c.logprobs.array(f32),
+		c.promptS.array(), c.respS.array(),
+		primitive(arrow.PrimitiveTypes.Float64, c.reward),
+		primitive(arrow.PrimitiveTypes.Float64, c.credited),
+		primitive(arrow.PrimitiveTypes.Float64, c.adv),
+		c.weights.array(f32), c.stepEnds.array(i32), c.stepSc.array(f32),
+		dictionary(c.route, v.route), dictionary(c.cause, v.cause), dictionary(c.status, v.status), dictionary(c.finish, v.finish),
+		booleans(mem, c.inStats),
+		primitive(i32, c.passed), primitive(i32, c.total),
+		c.policy.array(),
+		primitive(arrow.PrimitiveTypes.Int64, c.pver),
+		booleans(mem, c.incompl),
+		primitive(i32, c.pruned),
+		timestamps(mem, c.genAt), timestamps(mem, c.execAt), timestamps(mem, c.govAt), timestamps(mem, c.credAt), timestamps(mem, c.emitAt),
 	}
-	md := arrow.NewMetadata([]string{MetaBatchID}, []string{id})
-	rec := array.NewRecordBatchWithMetadata(s, cols, int64(rows), md)
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
 }
