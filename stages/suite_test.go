@@ -257,7 +257,6 @@ func stageCase(t *testing.T, d Descriptor, ref reference) pipelinetest.StageCase
 	case "emit":
 		c.Stateful = true
 		c.Check = checkEmit
-		c.SkipDuplicates = "emit drops a redelivered credited record by its source offset only: a credited tree that arrives again at a new offset (credit re-emitting it) is not yet dropped by its tree id"
 	}
 	return c
 }
