@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/murphy-rl/murphy/pipeline"
+	"github.com/murphy-rl/murphy/topics"
 )
 
 func TestDedupeWindow(t *testing.T) {
@@ -105,5 +106,27 @@ func TestDuplicateTreesEmittedOnceAcrossRestarts(t *testing.T) {
 	pqIDs, _ := batchesOf(got[FormatParquet])
 	if !reflect.DeepEqual(ipcIDs, pqIDs) {
 		t.Fatalf("formats disagree on batches:\n%v\n%v", ipcIDs, pqIDs)
+	}
+}
+
+// TestMalformedRecordUnderAnEarlierKeyIsDeadLettered: a record that is not
+// a credited tree is bad input even when its key names a tree already
+// seen: its error goes to the DLQ; it is not dropped as a duplicate.
+func TestMalformedRecordUnderAnEarlierKeyIsDeadLettered(t *testing.T) {
+	trees := genTrees(3, 1, testCreditConfig())
+	s := fileStage(t, t.TempDir(), func(c *Config) { c.DedupeWindow = 16 })
+	proc := assign(t, s, 0, -1)
+	first := record(t, "t.credited", 0, 0, &trees[0])
+	if err := proc.Process(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	bad := first
+	bad.Offset, bad.Value = 1, []byte("{")
+	err := proc.Process(t.Context(), bad)
+	if err == nil || !topics.IsPoison(err) {
+		t.Fatalf("malformed record under a seen key: %v, want a poison error", err)
+	}
+	if v := counter(s.metrics.duplicates); v != 0 {
+		t.Fatalf("counted as a duplicate: %v", v)
 	}
 }

@@ -186,6 +186,13 @@ func (p *processor) Process(ctx context.Context, rec pipeline.Record) error {
 		}
 	}
 	if dup {
+		// A record that is not a credited tree is bad input, not a
+		// duplicate, whatever its key: dead-lettered like any other.
+		var probe topics.CreditedTree
+		if err := pipeline.Decode(rec.Value, &probe); err != nil {
+			p.note(o, forced)
+			return err
+		}
 		// Its offset stays in the batch's range, as the first time.
 		p.note(o, forced)
 		p.st.metrics.duplicates.Inc()
