@@ -124,6 +124,64 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// startSoakStages starts every stage as its own process (`murphy stage`)
+// on brokers under prefix, each logging to logs; on an error it returns the
+// processes started so far with it.
+func startSoakStages(bin, brokers, prefix, dir, logs string) ([]*soakStage, error) {
+	var procs []*soakStage
+	for _, name := range stages.Names() {
+		addr, err := soakAddr()
+		if err != nil {
+			return procs, err
+		}
+		args := []string{"stage", name, "--kafka.brokers", brokers, "--topics.prefix", prefix, "--topics.partitions", "4",
+			"--log_level", "warn", "--http_addr", addr}
+		if name == "emit" {
+			args = append(args, "--emit.dir", filepath.Join(dir, "data"))
+		}
+		lf, err := os.Create(filepath.Join(logs, name+".log"))
+		if err != nil {
+			return procs, err
+		}
+		c := exec.Command(bin, args...)
+		c.Stdout, c.Stderr = lf, lf
+		if err := c.Start(); err != nil {
+			lf.Close()
+			return procs, err
+		}
+		p := &soakStage{name: name, addr: addr, cmd: c, done: make(chan struct{})}
+		go func() { _ = c.Wait(); lf.Close(); close(p.done) }()
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+// stopSoakStages stops the stages (SIGTERM, then SIGKILL after 30 s).
+func stopSoakStages(procs []*soakStage) {
+	for _, p := range procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+// soakSubmit submits every task once more (submission n: its run id and
+// seed), reporting a failure on w.
+func soakSubmit(ctx context.Context, w io.Writer, bin, brokers, prefix string, sc soakConfig, n int) {
+	c := exec.CommandContext(ctx, bin, "submit", "--tasks", sc.Tasks, "--brokers", brokers, "--topic-prefix", prefix,
+		"--partitions", "4", "--run-id", fmt.Sprintf("soak-%d", n), "--seed", strconv.Itoa(n),
+		"--trees-per-task", strconv.Itoa(sc.TreesPerTask), "--group-sizes", sc.GroupSizes,
+		"--max-turns", strconv.Itoa(sc.MaxTurns), "--calibrate=false")
+	if b, err := c.CombinedOutput(); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(w, "submit %d: %v\n%s\n", n, err, lastLine(string(b)))
+	}
+}
+
 func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 	w := &lockedWriter{w: out}
 	bin, err := os.Executable()
@@ -143,41 +201,10 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 	}
 	prefix := fmt.Sprintf("soak-%d.", time.Now().Unix())
 	brokers := strings.Join(sc.Brokers, ",")
-	var procs []*soakStage
-	defer func() {
-		for _, p := range procs {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		}
-		for _, p := range procs {
-			select {
-			case <-p.done:
-			case <-time.After(30 * time.Second):
-				_ = p.cmd.Process.Kill()
-			}
-		}
-	}()
-	for _, name := range stages.Names() {
-		addr, err := soakAddr()
-		if err != nil {
-			return err
-		}
-		args := []string{"stage", name, "--kafka.brokers", brokers, "--topics.prefix", prefix, "--topics.partitions", "4",
-			"--log_level", "warn", "--http_addr", addr}
-		if name == "emit" {
-			args = append(args, "--emit.dir", filepath.Join(dir, "data"))
-		}
-		lf, err := os.Create(filepath.Join(logs, name+".log"))
-		if err != nil {
-			return err
-		}
-		c := exec.Command(bin, args...)
-		c.Stdout, c.Stderr = lf, lf
-		if err := c.Start(); err != nil {
-			return err
-		}
-		p := &soakStage{name: name, addr: addr, cmd: c, done: make(chan struct{})}
-		go func() { _ = c.Wait(); lf.Close(); close(p.done) }()
-		procs = append(procs, p)
+	procs, err := startSoakStages(bin, brokers, prefix, dir, logs)
+	defer stopSoakStages(procs)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "soak: %s, a submission of every task (%d tree(s) each, group sizes %s, %d turns) every %s, a broker restart every %s, stages' logs in %s\n",
 		sc.Duration, sc.TreesPerTask, sc.GroupSizes, sc.MaxTurns, sc.SubmitEvery, sc.RestartEvery, logs)
@@ -197,24 +224,16 @@ func runSoak(ctx context.Context, out io.Writer, sc soakConfig) error {
 	}
 	submissions, restarts := 0, []time.Duration{}
 	series := map[string][]soakSample{}
-	submitOnce := func() {
-		submissions++
-		c := exec.CommandContext(ctx, bin, "submit", "--tasks", sc.Tasks, "--brokers", brokers, "--topic-prefix", prefix,
-			"--partitions", "4", "--run-id", fmt.Sprintf("soak-%d", submissions), "--seed", strconv.Itoa(submissions),
-			"--trees-per-task", strconv.Itoa(sc.TreesPerTask), "--group-sizes", sc.GroupSizes,
-			"--max-turns", strconv.Itoa(sc.MaxTurns), "--calibrate=false")
-		if b, err := c.CombinedOutput(); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(w, "submit %d: %v\n%s\n", submissions, err, lastLine(string(b)))
-		}
-	}
-	submitOnce()
+	submissions++
+	soakSubmit(ctx, w, bin, brokers, prefix, sc, submissions)
 	for {
 		select {
 		case <-ctx.Done():
 			report(w, series, restarts)
 			return nil
 		case <-submitT.C:
-			go submitOnce()
+			submissions++
+			go soakSubmit(ctx, w, bin, brokers, prefix, sc, submissions)
 		case <-restartC:
 			node := len(restarts)%3 + 1
 			at := time.Since(start)
