@@ -319,7 +319,15 @@ func TestOpenWithoutBubblewrap(t *testing.T) {
 		t.Errorf("error %q does not name the missing bubblewrap", err)
 	}
 	// The snapshot cache was released: another cache may lock its directory.
-	again, closeAgain, err := workspace.OpenCache(context.Background(), cfg.Store, cfg.CacheDir, 1<<20, "x-")
+	// A process another test forks at that moment holds a copy of the lock's
+	// descriptor until it execs, so the lock is awaited for a moment.
+	var again *workspace.Cache
+	var closeAgain func()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if again, closeAgain, err = workspace.OpenCache(context.Background(), cfg.Store, cfg.CacheDir, 1<<20, "x-"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("the failed Open left the cache locked: %v", err)
 	}
