@@ -445,11 +445,7 @@ func (b *Builder) warm(ctx context.Context, key string, job *BuildJob) (*BuildRe
 	if b.seeds == nil {
 		b.seeds = map[string]string{}
 	}
-	if b.seeds[key] == "" {
-		b.seeds[key] = j.Export
-	} else {
-		os.RemoveAll(export) // another Warm of the key won the race
-	}
+	b.seeds[key] = j.Export // one warm-up of a key at a time (Warm)
 	return res, nil
 }
 

@@ -16,7 +16,8 @@ import (
 	"time"
 )
 
-func newTestBuilder(t *testing.T, mod func(*BuilderConfig)) *Builder {
+// requireBuilder skips where the builder cannot run.
+func requireBuilder(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the builder needs root")
@@ -24,6 +25,11 @@ func newTestBuilder(t *testing.T, mod func(*BuilderConfig)) *Builder {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Skip("bubblewrap is not installed")
 	}
+}
+
+func newTestBuilder(t *testing.T, mod func(*BuilderConfig)) *Builder {
+	t.Helper()
+	requireBuilder(t)
 	cfg := DefaultBuilderConfig()
 	cfg.Workers = 2
 	if mod != nil {
@@ -265,12 +271,7 @@ func TestBuilderConcurrentWarmsWarmOnce(t *testing.T) {
 // TestOpenBuilderShares: equal configurations share one builder until the
 // last share closes; another configuration gets its own.
 func TestOpenBuilderShares(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the builder needs root")
-	}
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("bubblewrap is not installed")
-	}
+	requireBuilder(t)
 	cfg := DefaultBuilderConfig()
 	cfg.Workers = 1
 	a, err := OpenBuilder(cfg)
