@@ -167,7 +167,9 @@ func TestPoolStartFailure(t *testing.T) {
 		t.Skip("the sandbox pool needs root")
 	}
 	cfg := DefaultConfig()
-	cfg.Workers, cfg.StartTimeout, cfg.UIDCount = 2, time.Millisecond, 4
+	// A range of its own: other packages' pools run jobs under the
+	// default uids, and a uid any process holds is never leased.
+	cfg.Workers, cfg.StartTimeout, cfg.UIDBase, cfg.UIDCount = 2, time.Millisecond, 69000, 4
 	cfg.LockDir = t.TempDir()
 	start := time.Now()
 	if p, err := NewPool(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "not ready") {
