@@ -94,15 +94,13 @@ func (t *Table) follow() {
 }
 
 func (t *Table) run(ctx context.Context) {
-	var parts []kafka.Partition
+	parts := 0
 	wait := newBackOff(100*time.Millisecond, 2*time.Second)
 	for attempt := 0; ctx.Err() == nil; attempt++ {
-		conn, err := t.cfg.Dialer().DialContext(ctx, "tcp", t.cfg.Brokers[0])
+		// Any live broker of the list answers.
+		n, err := Partitions(ctx, t.cfg, t.topic)
 		if err == nil {
-			parts, err = conn.ReadPartitions(t.topic)
-			conn.Close()
-		}
-		if err == nil && len(parts) > 0 {
+			parts = n
 			break
 		}
 		if attempt > 20 {
@@ -118,18 +116,18 @@ func (t *Table) run(ctx context.Context) {
 		}
 	}
 	t.mu.Lock()
-	for _, p := range parts {
-		t.caughtUp[p.ID] = 0
+	for p := range parts {
+		t.caughtUp[p] = 0
 	}
 	t.mu.Unlock()
 	close(t.started)
 	var wg sync.WaitGroup
-	for _, p := range parts {
+	for p := range parts {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
 			t.followPartition(ctx, p)
-		}(p.ID)
+		}(p)
 	}
 	wg.Wait()
 }

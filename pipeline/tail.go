@@ -15,18 +15,15 @@ import (
 // group, and delivers records until ctx ends; then the channel closes.
 // Monitors, tests and read-back use it.
 func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, error) {
-	conn, err := cfg.Dialer().DialContext(ctx, "tcp", cfg.Brokers[0])
-	if err != nil {
-		return nil, fmt.Errorf("tail %s: %w", topic, err)
-	}
-	parts, err := conn.ReadPartitions(topic)
-	conn.Close()
+	// Any live broker of the list answers (one that is down is not asked
+	// again and again).
+	n, err := Partitions(ctx, cfg, topic)
 	if err != nil {
 		return nil, fmt.Errorf("tail %s: %w", topic, err)
 	}
 	out := make(chan Record)
 	var wg sync.WaitGroup
-	for _, p := range parts {
+	for p := range n {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
@@ -34,7 +31,7 @@ func Tail(ctx context.Context, cfg KafkaConfig, topic string) (<-chan Record, er
 				MaxBytes: topics.DefaultMaxMessageBytes + 1<<20, MaxWait: 100 * time.Millisecond})
 			defer r.Close()
 			deliver(ctx, r, out)
-		}(p.ID)
+		}(p)
 	}
 	go func() {
 		wg.Wait()

@@ -241,6 +241,11 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("kill -9 broker %d (leads %d of the %d partitions of %v; %d/%d trees out)", leader, leads[leader], 2*cat.Partitions, read, before, want)
 	killedAt := time.Now()
 	c.node("kill", leader)
+	// Every stage started from now on names the dead broker first: a
+	// process must bootstrap from any broker of its list.
+	d.brokers = strings.Join(append([]string{c.brokers[leader-1]}, slices.DeleteFunc(slices.Clone(c.brokers), func(b string) bool {
+		return b == c.brokers[leader-1]
+	})...), ",")
 	clusterNow := pipelinetest.Kafka(slices.DeleteFunc(slices.Clone(c.brokers), func(b string) bool {
 		return b == c.brokers[leader-1]
 	}))
