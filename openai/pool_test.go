@@ -139,10 +139,12 @@ func TestPoolLimitConvergesToServer(t *testing.T) {
 
 // TestPoolLimitFollowsBatchingServer: on a server whose step time grows
 // with its batch (openai/fakeserver.Engine), the limit from its metrics
-// fills its KV cache and binds below the clients' demand.
+// fills its KV cache and binds below the clients' demand, keeping a small
+// queue. The server's steps (20 ms + 0.2 ms per sequence) are slow enough
+// that it, not the clients' CPU, is the bottleneck on a loaded machine.
 func TestPoolLimitFollowsBatchingServer(t *testing.T) {
 	srv, err := fakeserver.Start(fakeserver.Config{Name: "a", Tokens: 10,
-		Engine: fakeserver.Engine{Step: 2 * time.Millisecond, PerSeq: 20 * time.Microsecond, KVTokens: 1200}})
+		Engine: fakeserver.Engine{Step: 20 * time.Millisecond, PerSeq: 200 * time.Microsecond, KVTokens: 1200}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,25 +166,25 @@ func TestPoolLimitFollowsBatchingServer(t *testing.T) {
 			}
 		}()
 	}
+	// The limit fills the KV cache, binds below the 300 clients' demand and
+	// keeps a small queue: at most the target (max(4, 5% of running)) and
+	// a scrape's growth beyond the cache's 109 sequences.
 	deadline := time.Now().Add(30 * time.Second)
+	var st openai.ServerStatus
 	for {
-		st := p.Servers()[0]
-		if st.Load != nil && st.Load.Running >= 100 && st.Load.Waiting > 0 && st.Limit <= 100+3*4+8 || time.Now().After(deadline) {
+		st = p.Servers()[0]
+		if st.Load != nil && st.Load.Running >= 100 && st.Load.Waiting > 0 && st.Limit <= 100+3*4+8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the limit did not settle on the KV cache with a small queue in 30s: limit %d (%s), load %+v", st.Limit, st.LimitMode, st.Load)
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	wg.Wait()
-	st := p.Servers()[0]
 	t.Logf("limit %d (%s), server load %+v, at most %d decoding, %d waiting", st.Limit, st.LimitMode, st.Load, srv.Stats().MaxActive, srv.Stats().MaxQueued)
-	// The limit fills the KV cache and binds below the 300 clients' demand.
-	// The queue it keeps is not yet the target's small one (a limit of
-	// about 200 over 109 running sequences was measured on an idle
-	// machine), so the test holds the limit to binding, not to the target.
-	if st.Load == nil || st.Load.Running < 100 || st.Load.Waiting == 0 || st.Limit >= 300 {
-		t.Fatalf("the limit did not fill the KV cache under a binding limit: limit %d, load %+v", st.Limit, st.Load)
-	}
 }
 
 // TestPoolAffinity: requests with one key go to one server while it has

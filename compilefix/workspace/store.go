@@ -19,9 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob" // gs:// URLs
-	_ "gocloud.dev/blob/memblob" // mem:// URLs
-	_ "gocloud.dev/blob/s3blob"  // s3:// URLs
+	_ "gocloud.dev/blob/memblob" // mem:// URLs (s3:// and gs://: cloud.go)
 	"gocloud.dev/gcerrors"
 )
 
@@ -63,6 +61,9 @@ func OpenStore(ctx context.Context, urlstr string) (*Store, error) {
 				}
 			}
 			u.RawQuery = q.Encode()
+		}
+		if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
+			return nil, fmt.Errorf("workspace: open store %q: no %s:// driver in this build (directories, file://, mem://%s)", urlstr, u.Scheme, cloudSchemes)
 		}
 		b, err = blob.OpenBucket(ctx, u.String())
 	}

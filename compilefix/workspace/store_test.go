@@ -103,8 +103,8 @@ func TestOpenStoreErrors(t *testing.T) {
 	if _, err := OpenStore(ctx, ""); err == nil {
 		t.Fatal("empty url")
 	}
-	if _, err := OpenStore(ctx, "nosuch://x"); err == nil {
-		t.Fatal("unknown scheme")
+	if _, err := OpenStore(ctx, "nosuch://x"); err == nil || !strings.Contains(err.Error(), "no nosuch:// driver") {
+		t.Fatalf("unknown scheme: %v", err)
 	}
 }
 
