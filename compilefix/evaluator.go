@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,6 +243,20 @@ func (c *Evaluator) warm(ctx context.Context, task *topics.Task, tree *workspace
 				job.Commands = append(job.Commands, cf.Tests)
 			}
 		}
+	}
+	if toolOf(cf) == "go" {
+		// The host's compiled standard library, where its cache has it
+		// (goseed.go): the warm-up then compiles the task's own packages.
+		seedDir, serr := os.MkdirTemp(c.dir(), "murphy-goseed-")
+		if serr != nil {
+			return fmt.Errorf("compilefix: go seed: %w", serr)
+		}
+		defer os.RemoveAll(seedDir)
+		seed, serr := goStdSeed(ctx, seedDir, tree.Dir(), job.Overlay)
+		if serr != nil {
+			slog.Warn("compilefix: no seed from the host's Go build cache; the warm-up compiles the standard library", "task", task.TaskID, "err", serr)
+		}
+		job.Seed = seed
 	}
 	_, err := c.Builder.Warm(ctx, key, job)
 	return err

@@ -574,10 +574,14 @@ func validateJobInputs(job *BuildJob) error {
 	return nil
 }
 
+// BuildPATH is the PATH of every build command (the host's toolchains,
+// bound read-only).
+const BuildPATH = "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin"
+
 // buildEnv is every command's environment: offline, caches in /tmp.
 func (b *Builder) buildEnv(job *BuildJob) []string {
 	env := []string{
-		"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin",
+		"PATH=" + BuildPATH,
 		"HOME=/tmp/home", "TMPDIR=/tmp", "LANG=C.UTF-8", "SOURCE_DATE_EPOCH=0",
 		"GOCACHE=/tmp/gocache", "GOPATH=/tmp/gopath", "GOPROXY=off", "GOTOOLCHAIN=local",
 		// -count=1: a candidate's tests run, never answered from the
