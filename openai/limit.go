@@ -47,9 +47,11 @@ import (
 //     gains more than Gain; when a step gains less, the limit goes back to
 //     the last one that gained, times Headroom (the server's queue), and
 //     holds. A measurement lasts one mean request latency and at least
-//     max(32, limit/2) completed sequences, after the first completion of
+//     max(64, limit/2) completed sequences, after the first completion of
 //     a request sent at the new limit; one in which the pool did not fill
-//     the limit teaches nothing and is measured again. Every ProbeInterval
+//     the limit is measured again, unless its rate gained nothing over the
+//     best: then the climb holds as above (the pool sent more than the
+//     server gains from). Every ProbeInterval
 //     the limit tries one step up and keeps it if it gains more than Gain.
 //   - Errors of the server (5xx, timeouts, connection failures, 429)
 //     multiply the limit by BackoffRatio, at most once per round trip
@@ -285,7 +287,7 @@ func (l *serverLimit) success(now, start time.Time, w, inflight int) bool {
 	t.latN += w
 	el := now.Sub(t.m0).Seconds()
 	lat := t.latSum / float64(t.latN)
-	if t.seqs < max(32, int(l.limit/2)) || el < lat || el <= 0 {
+	if t.seqs < max(64, int(l.limit/2)) || el < lat || el <= 0 {
 		return false
 	}
 	if !t.settled {
@@ -315,7 +317,14 @@ func (l *serverLimit) decide(now time.Time, rate float64) {
 	limited := l.limited()
 	t.measuring, t.settled, t.t0 = false, false, now
 	if !limited {
-		return // the pool did not fill the limit: nothing learned
+		// The pool did not fill the limit. While climbing, a rate no
+		// better than the best means the sequences the pool did send were
+		// already more than the server gains from: the climb stops, as
+		// when a filled step gains nothing. Otherwise nothing is learned.
+		if !t.holding && !t.probing && t.best > 0 && rate <= t.best*(1+l.cfg.Gain) {
+			l.hold(now, rate)
+		}
+		return
 	}
 	switch {
 	case t.probing:
@@ -343,10 +352,17 @@ func (l *serverLimit) decide(now time.Time, rate float64) {
 		t.best, t.bestAt = rate, l.limit
 		l.limit *= factor
 	default:
-		t.slowStart, t.holding, t.ref = false, true, rate
-		l.limit = min(l.limit, t.bestAt*l.cfg.Headroom)
-		t.nextProbe = now.Add(l.cfg.ProbeInterval)
+		l.hold(now, rate)
 	}
+	l.clamp()
+}
+
+// hold ends the climb at the last limit that gained, times Headroom.
+func (l *serverLimit) hold(now time.Time, rate float64) {
+	t := &l.tp
+	t.slowStart, t.holding, t.ref = false, true, rate
+	l.limit = min(l.limit, t.bestAt*l.cfg.Headroom)
+	t.nextProbe = now.Add(l.cfg.ProbeInterval)
 	l.clamp()
 }
 

@@ -113,7 +113,7 @@ func TestPoolLimitConvergesToServer(t *testing.T) {
 				p := newPool(t, poolConfig(srv), clientConfig())
 				d := 3 * time.Second
 				if !metrics {
-					d = 6 * time.Second // the climb measures each step
+					d = 8 * time.Second // the climb measures each step
 				}
 				done := drive(t, p, 3*n, d)
 				st := p.Servers()[0]
