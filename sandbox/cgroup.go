@@ -393,8 +393,8 @@ func procAlive(pid int) bool {
 }
 
 // jobMemory limits the slot's job group to what it holds now (the idle
-// worker) plus bytes: the memory of every process of the next job
-// together.
+// worker) plus bytes, plus the worker's size again for copy-on-write: the
+// memory of every process of the next job together.
 func (c *cgroups) jobMemory(slot int, bytes int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -419,7 +419,13 @@ func (c *cgroups) jobMemory(slot int, bytes int64) bool {
 	// of the slot's group, the only one the judge is in. (One the judge's
 	// growth starts, decoding what the job returned, is the job's: see
 	// Pool.Run.)
-	lim := n + bytes
+	//
+	// The job's processes fork from the worker: the worker's pages they
+	// write (reference counts touch most of the heap) are copied and
+	// charged to the group, but not to their address space. So the group
+	// holds n more, and a single process's allocations meet RLIMIT_AS (a
+	// MemoryError it can report) before the group's limit (a kill).
+	lim := 2*n + bytes
 	if all, ok := c.usageLocked(slot); ok {
 		lim = max(min(lim, int64(c.memoryMB)<<20-(all-n)), n+16<<20)
 	}

@@ -372,7 +372,7 @@ func TestMemoryErrorEndsTheRun(t *testing.T) {
 			t.Fatalf("run %d: %+v", i, res)
 		}
 		if e := res.Tests[0].Err; e == nil || e.Type != "MemoryError" || e.Kind != "memory" || res.Tests[1].Reported {
-			t.Fatalf("run %d: first test %+v, second %+v", i, res.Tests[0], res.Tests[1])
+			t.Fatalf("run %d: first test %+v, second %+v; result %+v", i, res.Tests[0], res.Tests[1], res)
 		}
 		if res.Limits.MemoryMB != 256 || res.Limits.CPU != 20*time.Second {
 			t.Fatalf("run %d: reported limits %+v", i, res.Limits)
