@@ -80,7 +80,7 @@ func goStdSeed(ctx context.Context, dir string, roots ...string) (string, error)
 		return "", nil
 	}
 	out, err := goCmd(ctx, goBin, work, env, append([]string{"list", "-e", "-export", "-deps",
-		"-f", "{{if and .Standard .Export}}{{.Export}}{{end}}"}, imports...)...)
+		"-f", "{{if and .Standard .Export}}{{.Export}}{{end}}", "--"}, imports...)...)
 	if err != nil {
 		return "", err
 	}
@@ -156,8 +156,7 @@ func goImports(roots ...string) ([]string, bool, error) {
 			tests = tests || strings.HasSuffix(p, "_test.go")
 			for _, is := range f.Imports {
 				path, uerr := strconv.Unquote(is.Path.Value)
-				first, _, _ := strings.Cut(path, "/")
-				if uerr == nil && path != "C" && first != "" && !strings.Contains(first, ".") && !strings.HasPrefix(path, "-") {
+				if uerr == nil && stdImport(path) {
 					set[path] = true
 				}
 			}
@@ -173,6 +172,22 @@ func goImports(roots ...string) ([]string, bool, error) {
 	}
 	slices.Sort(out)
 	return out, tests, nil
+}
+
+// stdImport says whether an import path may name a standard-library
+// package: no dot in its first element, and not something go list reads
+// as a pattern or a flag (std, cmd, all, "...", "-x"), nor cgo's "C". The
+// tree is task data; a malformed one must not make the host compile more
+// than the packages it imports.
+func stdImport(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	switch {
+	case first == "" || strings.Contains(first, ".") || strings.HasPrefix(path, "-"), strings.Contains(path, "..."):
+		return false
+	case path == "C" || path == "std" || path == "all" || first == "cmd":
+		return false
+	}
+	return true
 }
 
 // copyCacheEntries copies into dst, a Go build cache laid out as the go

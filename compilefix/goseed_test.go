@@ -65,3 +65,13 @@ func TestGoStdSeed(t *testing.T) {
 		t.Errorf("the seeded build compiled %d packages, want 1 (the task's)", n)
 	}
 }
+
+// TestStdImport: what a task's imports may ask the host's go list for.
+func TestStdImport(t *testing.T) {
+	for path, want := range map[string]bool{"fmt": true, "net/http": true, "example.com/x": false, "C": false,
+		"std": false, "all": false, "cmd/go": false, "cmd": false, "fmt/...": false, "-toolexec=x": false, "": false} {
+		if got := stdImport(path); got != want {
+			t.Errorf("stdImport(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
